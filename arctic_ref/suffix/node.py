@@ -1,0 +1,79 @@
+"""``Node``: one compressed node of a ``SuffixTree``, and the sibling-order rules S1–S4.
+
+A node is a maximal chain of trie nodes t₁ → … → t_k in which each tᵢ (i < k) is interior (exactly
+one child, of equal count); its ``length`` tokens are ``ref[end - length : end]`` and ``depth`` is
+the length of its full string from the root. ``order`` lists the children by non-increasing count;
+among equal counts the order is history, changed only by the rules of spec suffix-decoding.md §1.3.
+"""
+
+import bisect
+from typing import Final
+
+_LINEAR_SCAN_MAX: Final = 8  # below this, scan instead of bisecting
+
+
+class Node:
+    """A compressed node: ``length`` tokens ending at ``ref[end - 1]``, at string depth ``depth``."""
+
+    __slots__ = ("count", "parent", "children", "order", "ref", "end", "length", "depth")
+
+    def __init__(self, count: int, parent: "Node | None", ref: list[int], end: int, length: int, depth: int) -> None:
+        self.count = count
+        self.parent = parent
+        self.children: dict[int, Node] = {}
+        self.order: list[Node] = []  # the children in sibling order (non-increasing count)
+        self.ref = ref
+        self.end = end
+        self.length = length
+        self.depth = depth
+
+    def first_token(self) -> int:
+        return self.ref[self.end - self.length]
+
+
+def _neg_count(node: Node) -> int:
+    return -node.count
+
+
+def first_at_most(order: list[Node], value: int, lo: int, hi: int) -> int:
+    """The first index in ``order[lo:hi]`` whose count is ≤ ``value`` (``hi`` if none)."""
+    if hi - lo <= _LINEAR_SCAN_MAX:
+        while lo < hi and order[lo].count > value:
+            lo += 1
+        return lo
+    return bisect.bisect_left(order, -value, lo, hi, key=_neg_count)
+
+
+def index_of(order: list[Node], node: Node) -> int:
+    if len(order) <= _LINEAR_SCAN_MAX:
+        return order.index(node)
+    return order.index(node, first_at_most(order, node.count, 0, len(order)))
+
+
+def promote(order: list[Node], i: int, old: int) -> None:
+    """Rule S2: ``order[i]`` went from count ``old`` to ``old + 1``. If it was the first child with
+    count ``old`` it becomes the first with ``old + 1``, otherwise the last with ``old + 1``."""
+    if i == 0:
+        return
+    previous = order[i - 1].count
+    if previous > old + 1:
+        return
+    node = order[i]
+    # previous == old + 1: it was first among `old`, so it goes before the block of `old + 1`;
+    # previous == old: it was not, so it goes after that block (the start of the `old` block).
+    j = first_at_most(order, old + 1 if previous == old + 1 else old, 0, i)
+    del order[i]
+    order.insert(j, node)
+
+
+def demote(order: list[Node], i: int, old: int) -> None:
+    """Rule S3: ``order[i]`` went from count ``old`` to ``old - 1`` and becomes the first child with
+    count ``old - 1``, i.e. it moves after the siblings that still have count ``old``."""
+    j = first_at_most(order, old - 1, i + 1, len(order))
+    if j == i + 1:
+        return
+    node = order[i]
+    del order[i]
+    order.insert(j - 1, node)
+
+

@@ -1,0 +1,294 @@
+"""``SuffixTree``: a path-compressed, depth-limited suffix tree over many sequences.
+
+Trie terms (spec suffix-decoding.md §1): the tree observably holds every substring ``p`` of length
+≤ D of the live sequences, with ``count(p)`` = its number of occurrences and an ordered sibling list
+on each node. Storage is compressed: a ``_Node`` is a maximal chain of trie nodes t₁ → … → t_k in
+which each tᵢ (i < k) is *interior* (exactly one child, of equal count), so all its trie nodes share
+one count and only t₁ has siblings.
+
+Invariants kept between public calls (``check_integrity`` verifies them):
+
+- compression is maximal: no non-root node has exactly one child of equal count;
+- ``node.ref[node.end - node.depth : node.end]`` is an occurrence of the node's full string, so the
+  node's own tokens are ``ref[end - length : end]`` (``ref`` may be a removed sequence's list, which
+  stays alive and never changes again);
+- an *open suffix* of a live sequence — ``seq[j:L]`` with ``L - j < D`` — ends at the end of a node
+  (its occurrence ending there makes that trie node non-interior). ``_open[seq_id]`` lists those
+  nodes, longest suffix first; they are the "active nodes" of upstream.
+
+An append therefore costs O(min(L, D)) node steps, and a node step is O(1) except the sibling
+reordering of a node with many children (a bisection on counts).
+"""
+
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from arctic_ref.suffix.draft import Draft
+from arctic_ref.suffix.drafting import budget, path_draft, tree_draft
+from arctic_ref.suffix.integrity import find_violation
+from arctic_ref.suffix.node import Node, demote, index_of, promote
+from arctic_ref.suffix.validate import check_bool, check_float, check_id, check_int32, check_tokens
+
+
+class SuffixTree:
+    """A drop-in for ``arctic_inference.suffix_decoding._C.SuffixTree`` (0.3.0), in pure Python.
+
+    ``max_depth`` D bounds the stored substrings: D < 0 is unbounded, D = 0 stores only the number
+    of live tokens. Every public method validates its input completely before changing anything.
+    """
+
+    def __init__(self, max_depth: int) -> None:
+        self._max_depth = check_int32("max_depth", max_depth)
+        self._root = Node(0, None, [], 0, 0, 0)
+        self._seqs: dict[int, list[int]] = {}
+        self._open: dict[int, list[Node]] = {}
+        self._num_nodes = 0
+
+    # ---------------------------------------------------------------- updates
+
+    def extend(self, seq_id: int, tokens: Sequence[int] | np.ndarray) -> None:
+        """Append ``tokens`` to sequence ``seq_id`` (created on its first token)."""
+        sid = check_id("seq_id", seq_id)
+        new_tokens = check_tokens("tokens", tokens)
+        if not new_tokens:
+            return
+        seq = self._seqs.get(sid)
+        if seq is None:
+            seq = self._seqs[sid] = []
+            self._open[sid] = []
+        depth_limit = self._max_depth
+        root = self._root
+        walkers = self._open[sid]
+        for token in new_tokens:
+            seq.append(token)
+            root.count += 1
+            if depth_limit == 0:
+                continue
+            end = len(seq)
+            # walkers[k] is where seq[j:end-1] ends, longest first; step each by `token`.
+            walkers = [self._step(node, token, seq, end) for node in walkers]
+            walkers.append(self._step(root, token, seq, end))
+            if 0 < depth_limit <= len(walkers):
+                del walkers[0]  # that suffix reached length D and is closed
+        self._open[sid] = walkers
+
+    def _step(self, node: Node, token: int, seq: list[int], end: int) -> Node:
+        """count(s·token) += 1 where s, the node's full string, is a suffix of ``seq[:end-1]``;
+        return the node where s·token ends."""
+        child = node.children.get(token)
+        if child is None:
+            if not node.order and node.count == 1 and node.parent is not None:
+                # Our own leaf: the new trie node would be its only child with equal count.
+                node.ref = seq
+                node.end = end
+                node.length += 1
+                node.depth += 1
+                return node
+            leaf = Node(1, node, seq, end, 1, node.depth + 1)
+            node.children[token] = leaf
+            node.order.append(leaf)  # S1: a new child goes to the end
+            self._num_nodes += 1
+            return leaf
+        order = node.order
+        i = index_of(order, child)
+        old = child.count
+        if child.length > 1:
+            # Split: the first trie node of `child` gets count old+1, the rest keeps `old`.
+            head = Node(old, node, child.ref, child.end - child.length + 1, 1, node.depth + 1)
+            child.length -= 1
+            child.parent = head
+            head.children[child.ref[child.end - child.length]] = child
+            head.order.append(child)
+            node.children[token] = head
+            order[i] = head
+            self._num_nodes += 1
+            child = head
+        child.count = old + 1
+        promote(order, i, old)
+        if node.parent is not None and len(order) == 1 and node.count == old + 1:
+            self._absorb_parent(child)
+        return child
+
+    def _absorb_parent(self, child: Node) -> None:
+        """``child`` is the only child of its parent and has its count: merge the two into ``child``."""
+        node = child.parent
+        assert node is not None and node.parent is not None
+        grand = node.parent
+        child.length += node.length
+        child.parent = grand
+        grand.children[child.first_token()] = child
+        grand.order[index_of(grand.order, node)] = child
+        self._num_nodes -= 1
+
+    def remove(self, seq_id: int) -> None:
+        """Forget sequence ``seq_id`` (a no-op for an id that is not live)."""
+        sid = check_id("seq_id", seq_id)
+        seq = self._seqs.pop(sid, None)
+        if seq is None:
+            return
+        del self._open[sid]
+        depth_limit = self._max_depth
+        root = self._root
+        length = len(seq)
+        for j in range(length):
+            root.count -= 1
+            if depth_limit == 0:
+                continue
+            stop = length - j if depth_limit < 0 else min(depth_limit, length - j)
+            node = root
+            depth = 0
+            path: list[Node] = []
+            # Decrement count(seq[j:j+k]) for k = 1..stop; a count-1 node is deleted instead.
+            while depth < stop:
+                child = node.children[seq[j + depth]]
+                order = node.order
+                i = index_of(order, child)
+                if child.count == 1:
+                    del node.children[seq[j + depth]]
+                    del order[i]
+                    self._num_nodes -= self._subtree_size(child)
+                    break
+                old = child.count
+                child.count = old - 1
+                demote(order, i, old)
+                path.append(child)
+                depth += child.length
+                node = child
+            for visited in reversed(path):
+                if len(visited.order) == 1 and visited.order[0].count == visited.count:
+                    self._absorb_parent(visited.order[0])
+
+    @staticmethod
+    def _subtree_size(node: Node) -> int:
+        size = 0
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            size += 1
+            stack.extend(current.order)
+        return size
+
+    # ---------------------------------------------------------------- queries
+
+    def speculate(
+        self,
+        context: Sequence[int] | np.ndarray,
+        max_spec_tokens: int,
+        max_spec_factor: float,
+        max_spec_offset: float,
+        min_token_prob: float,
+        use_tree_spec: bool,
+    ) -> Draft:
+        """The best draft over every matched context suffix (spec §3). Read-only."""
+        return self._speculate_checked(
+            check_tokens("context", context),
+            check_int32("max_spec_tokens", max_spec_tokens),
+            check_float("max_spec_factor", max_spec_factor),
+            check_float("max_spec_offset", max_spec_offset),
+            check_float("min_token_prob", min_token_prob),
+            check_bool("use_tree_spec", use_tree_spec),
+        )
+
+    def _speculate_checked(
+        self, ctx: list[int], spec_tokens: int, factor: float, offset: float, min_prob: float, tree_mode: bool
+    ) -> Draft:
+        """``speculate`` on validated arguments (floats already rounded to float32)."""
+        best = Draft()
+        size = len(ctx)
+        for match_len in range(1, size):
+            found = self._find(ctx, size - match_len)
+            if found is None:
+                break
+            node, offset_in_node = found
+            limit = budget(match_len, factor, offset, spec_tokens)
+            if tree_mode:
+                draft = tree_draft(node, offset_in_node, limit, min_prob)
+            else:
+                draft = path_draft(node, offset_in_node, limit, min_prob)
+            if draft.score >= best.score:
+                draft.match_len = match_len
+                best = draft
+        return best
+
+    def _find(self, ctx: list[int], start: int) -> tuple[Node, int] | None:
+        """Where ``ctx[start:]`` ends: (node, tokens of it consumed), or None if it is not a node."""
+        node = self._root
+        i = start
+        size = len(ctx)
+        taken = 0
+        while i < size:
+            child = node.children.get(ctx[i])
+            if child is None:
+                return None
+            taken = min(child.length, size - i)
+            if taken > 1:
+                base = child.end - child.length
+                if child.ref[base + 1 : base + taken] != ctx[i + 1 : i + taken]:
+                    return None
+            i += taken
+            node = child
+        return node, (taken if node is not self._root else 0)
+
+    speculate_ndarray = speculate
+    extend_ndarray = extend
+
+    def num_seqs(self) -> int:
+        return len(self._seqs)
+
+    def num_nodes(self) -> int:
+        """Non-root nodes of the compressed representation (arctic_ref only)."""
+        return self._num_nodes
+
+    def count(self, tokens: Sequence[int]) -> int:
+        """count(tokens): live tokens for ``()``, 0 when the string is not a node (arctic_ref only)."""
+        ctx = check_tokens("tokens", tokens)
+        if not ctx:
+            return self._root.count
+        found = self._find(ctx, 0)
+        return 0 if found is None else found[0].count
+
+    def children(self, tokens: Sequence[int]) -> list[tuple[int, int]]:
+        """``(token, count)`` of each child of that trie node, in sibling order (arctic_ref only)."""
+        ctx = check_tokens("tokens", tokens)
+        found = (self._root, 0) if not ctx else self._find(ctx, 0)
+        if found is None:
+            return []
+        node, taken = found
+        if node is not self._root and taken < node.length:
+            return [(node.ref[node.end - node.length + taken], node.count)]
+        return [(child.first_token(), child.count) for child in node.order]
+
+    def dump(self) -> list[tuple[tuple[int, ...], int]]:
+        """Every trie node as (string, count) in depth-first sibling order: counts *and* order."""
+        out: list[tuple[tuple[int, ...], int]] = [((), self._root.count)]
+        stack: list[tuple[Node, tuple[int, ...]]] = [(c, ()) for c in reversed(self._root.order)]
+        while stack:
+            node, prefix = stack.pop()
+            for k in range(node.length):
+                prefix = prefix + (node.ref[node.end - node.length + k],)
+                out.append((prefix, node.count))
+            stack.extend((c, prefix) for c in reversed(node.order))
+        return out
+
+    def estimate_memory(self) -> int:
+        """Bytes held: nodes, their containers, and every token list a node or sequence refers to."""
+        total = sys.getsizeof(self) + sys.getsizeof(self._seqs) + sys.getsizeof(self._open)
+        lists: dict[int, list[int]] = {id(seq): seq for seq in self._seqs.values()}
+        total += sum(sys.getsizeof(walkers) for walkers in self._open.values())
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            total += sys.getsizeof(node) + sys.getsizeof(node.children) + sys.getsizeof(node.order)
+            lists[id(node.ref)] = node.ref
+            stack.extend(node.order)
+        for tokens in lists.values():
+            total += sys.getsizeof(tokens) + sum(sys.getsizeof(t) for t in tokens)
+        return total
+
+    def check_integrity(self) -> str:
+        """``""`` iff every invariant of spec §6.1 holds, else one line naming the first failure."""
+        return find_violation(self._root, self._seqs, self._open, self._max_depth, self._num_nodes)
+
+
