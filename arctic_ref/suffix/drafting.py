@@ -4,6 +4,7 @@ All float arithmetic is float32: every operation on float32 operands is rounded 
 ``f32``, which equals upstream's C++ ``float`` arithmetic because float64 carries ≥ 2·24+2 bits.
 """
 
+import functools
 import math
 
 from arctic_ref.suffix.draft import Draft
@@ -25,6 +26,45 @@ def budget(match_len: int, factor: float, offset: float, max_spec_tokens: int) -
     return max(0, min(max_spec_tokens, limit))
 
 
+@functools.lru_cache(maxsize=256)
+def budgets(factor: float, offset: float, max_spec_tokens: int, longest: int) -> tuple[int, ...]:
+    """``(budget(0), budget(1), …, budget(longest))`` for one call's arguments."""
+    return tuple(budget(m, factor, offset, max_spec_tokens) for m in range(longest + 1))
+
+
+def path_score(node: Node, taken: int, limit: int, min_prob: float) -> float:
+    """The score ``path_draft`` would give, without building the draft (the hot loop of speculate)."""
+    if not 1.0 >= min_prob:
+        return 0.0
+    prob = 1.0
+    score = 0.0
+    emitted = 0
+    while emitted < limit:
+        if taken < node.length:
+            run = min(node.length - taken, limit - emitted)
+            if prob == 1.0 and score + run <= 2**24:
+                score += run  # integers: every partial sum is exact
+            else:
+                score = accumulate(score, prob, run)
+            emitted += run
+            taken += run
+            continue
+        if not node.order:
+            break
+        child = node.order[0]
+        if child.count < 2**24 and node.count < 2**24:
+            ratio = f32(child.count / node.count)
+        else:
+            ratio = f32(f32(float(child.count)) / f32(float(node.count)))
+        prob = ratio if prob == 1.0 else f32(prob * ratio)
+        if not prob >= min_prob:
+            break
+        node = child
+        taken = 0
+    return score
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def accumulate(score: float, prob: float, times: int) -> float:
     """``times`` sequential float32 additions of ``prob`` to ``score`` (never ``times * prob``)."""
     if prob == 1.0 and score.is_integer() and score + times <= 2**24:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from arctic_ref.suffix.draft import Draft
-from arctic_ref.suffix.drafting import budget, path_draft, tree_draft
+from arctic_ref.suffix.drafting import budgets, path_draft, path_score, tree_draft
 from arctic_ref.suffix.integrity import find_violation
 from arctic_ref.suffix.node import Node, demote, index_of, promote
 from arctic_ref.suffix.validate import check_bool, check_float, check_id, check_int32, check_tokens
@@ -92,8 +92,26 @@ class SuffixTree:
             self._num_nodes += 1
             return leaf
         order = node.order
-        i = index_of(order, child)
         old = child.count
+        if len(order) == 1:
+            if node.count == old + 1 and node.parent is not None:
+                # After the increment `node` is interior: the two merge.
+                if child.length == 1:
+                    child.count = old + 1
+                    self._absorb_parent(child)
+                    return child
+                # Move the boundary down one token: `node` takes the child's first token.
+                child.length -= 1
+                node.ref = child.ref
+                node.end = child.end - child.length
+                node.length += 1
+                node.depth += 1
+                del node.children[token]
+                node.children[child.ref[node.end]] = child
+                return node
+            i = 0
+        else:
+            i = index_of(order, child)
         if child.length > 1:
             # Split: the first trie node of `child` gets count old+1, the rest keeps `old`.
             head = Node(old, node, child.ref, child.end - child.length + 1, 1, node.depth + 1)
@@ -107,8 +125,6 @@ class SuffixTree:
             child = head
         child.count = old + 1
         promote(order, i, old)
-        if node.parent is not None and len(order) == 1 and node.count == old + 1:
-            self._absorb_parent(child)
         return child
 
     def _absorb_parent(self, child: Node) -> None:
@@ -195,21 +211,37 @@ class SuffixTree:
         self, ctx: list[int], spec_tokens: int, factor: float, offset: float, min_prob: float, tree_mode: bool
     ) -> Draft:
         """``speculate`` on validated arguments (floats already rounded to float32)."""
-        best = Draft()
         size = len(ctx)
+        if size < 2:
+            return Draft()
+        limits = budgets(factor, offset, spec_tokens, size - 1)
+        if tree_mode:
+            best = Draft()
+            for match_len in range(1, size):
+                found = self._find(ctx, size - match_len)
+                if found is None:
+                    break
+                draft = tree_draft(found[0], found[1], limits[match_len], min_prob)
+                if draft.score >= best.score:
+                    draft.match_len = match_len
+                    best = draft
+            return best
+        # Path mode: score every match first, build only the winner's draft.
+        best_score = 0.0
+        winner: tuple[Node, int, int] | None = None
         for match_len in range(1, size):
             found = self._find(ctx, size - match_len)
             if found is None:
                 break
-            node, offset_in_node = found
-            limit = budget(match_len, factor, offset, spec_tokens)
-            if tree_mode:
-                draft = tree_draft(node, offset_in_node, limit, min_prob)
-            else:
-                draft = path_draft(node, offset_in_node, limit, min_prob)
-            if draft.score >= best.score:
-                draft.match_len = match_len
-                best = draft
+            score = path_score(found[0], found[1], limits[match_len], min_prob)
+            if score >= best_score:
+                best_score = score
+                winner = (found[0], found[1], match_len)
+        if winner is None:
+            return Draft()
+        node, taken, match_len = winner
+        best = path_draft(node, taken, limits[match_len], min_prob)
+        best.match_len = match_len
         return best
 
     def _find(self, ctx: list[int], start: int) -> tuple[Node, int] | None:
