@@ -1,0 +1,325 @@
+"""State machines that drive several suffix implementations side by side (spec suffix-decoding.md §9).
+
+Users test their own implementation by passing it in beside ours::
+
+    from hypothesis.stateful import run_state_machine_as_test
+    from arctic_ref.testing.stateful import Implementation, SuffixTreeMachine, reference_trees
+
+    impls = [*reference_trees(), Implementation(name="mine", make_tree=MyTree, rejects_bad_input=False)]
+    run_state_machine_as_test(lambda: SuffixTreeMachine(impls))
+
+Every ``speculate`` result is compared field for field (floats as float32 bytes), every
+implementation's ``check_integrity()`` must return ``""``, and inspectable implementations (with
+``count``/``children``/``dump``) must agree on every count and on sibling order.
+"""
+
+import struct
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from arctic_ref.suffix.cache import SuffixDecodingCache
+from arctic_ref.suffix.draft import Draft
+from arctic_ref.suffix.tree import SuffixTree
+from arctic_ref.suffix.validate import SuffixInputError
+from arctic_ref.testing.oracles import NaiveSuffixIndex
+from arctic_ref.testing.strategies import (
+    DEPTHS,
+    SEQ_IDS,
+    SpeculateArgs,
+    bad_tokens,
+    copied_tokens,
+    speculate_args,
+    token_lists,
+)
+from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
+
+
+@runtime_checkable
+class SuffixIndex(Protocol):
+    """What a suffix structure offers: upstream ``SuffixTree``'s surface."""
+
+    def extend(self, seq_id: int, tokens: Sequence[int]) -> None: ...
+    def remove(self, seq_id: int) -> None: ...
+    def speculate(
+        self, context: Sequence[int], max_spec_tokens: int, max_spec_factor: float,
+        max_spec_offset: float, min_token_prob: float, use_tree_spec: bool,
+    ) -> Draft: ...  # fmt: skip
+    def num_seqs(self) -> int: ...
+    def check_integrity(self) -> str: ...
+
+
+@runtime_checkable
+class InspectableIndex(SuffixIndex, Protocol):
+    """A suffix structure that also shows its counts and sibling order."""
+
+    def count(self, tokens: Sequence[int]) -> int: ...
+    def children(self, tokens: Sequence[int]) -> list[tuple[int, int]]: ...
+    def dump(self) -> list[tuple[tuple[int, ...], int]]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Implementation:
+    """One implementation under test."""
+
+    name: str
+    make_tree: Callable[[int], SuffixIndex]
+    """Builds an empty tree of the given ``max_depth``."""
+    rejects_bad_input: bool = True
+    """Whether it must raise ``SuffixInputError`` (and change nothing) on the inputs of spec §2.2."""
+
+
+def reference_trees(*, with_upstream: bool = True) -> list[Implementation]:
+    """Ours and the naive oracle, and upstream's C++ tree when it is importable."""
+    impls = [
+        Implementation(name="arctic_ref", make_tree=SuffixTree),
+        Implementation(name="naive", make_tree=NaiveSuffixIndex),
+    ]
+    if with_upstream and UPSTREAM_AVAILABLE:
+        impls.append(Implementation(name="upstream", make_tree=UpstreamSuffixTree, rejects_bad_input=False))
+    return impls
+
+
+def pack(draft: Any) -> tuple[object, ...]:
+    """A draft as a comparable value: floats as float32 bytes, so NaN and -0.0 compare exactly."""
+    return (
+        list(draft.token_ids),
+        list(draft.parents),
+        struct.pack(f"{len(draft.probs)}f", *draft.probs),
+        struct.pack("f", draft.score),
+        draft.match_len,
+    )
+
+
+class SuffixTreeMachine(RuleBasedStateMachine):
+    """Random extend/remove/speculate/bad-input sequences applied to every implementation at once."""
+
+    speculate_calls = 0
+    """Speculate calls compared so far, over all machines in this process (a coverage figure)."""
+
+    def __init__(self, implementations: Sequence[Implementation]) -> None:
+        super().__init__()
+        if len(implementations) < 2:
+            raise ValueError(f"need at least two implementations to compare, got {len(implementations)}")
+        self.implementations = list(implementations)
+        self.trees: list[SuffixIndex] = []
+        self.seqs: dict[int, list[int]] = {}
+        self.vocab = 4
+
+    @initialize(depth=st.sampled_from(DEPTHS), vocab=st.integers(2, 6))
+    def start(self, depth: int, vocab: int) -> None:
+        note(f"max_depth={depth} vocab={vocab}")
+        self.trees = [impl.make_tree(depth) for impl in self.implementations]
+        self.vocab = vocab
+
+    @rule(data=st.data())
+    def extend(self, data: st.DataObject) -> None:
+        seq_id = data.draw(st.sampled_from(SEQ_IDS), label="seq_id")
+        tokens = data.draw(copied_tokens(list(self.seqs.values()), self.vocab), label="tokens")
+        note(f"extend({seq_id}, {tokens})")
+        for tree in self.trees:
+            tree.extend(seq_id, tokens)
+        if tokens:
+            self.seqs.setdefault(seq_id, []).extend(tokens)
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        seq_id = data.draw(st.sampled_from(sorted(self.seqs) + [7]), label="seq_id")
+        note(f"remove({seq_id})")
+        for tree in self.trees:
+            tree.remove(seq_id)
+        self.seqs.pop(seq_id, None)
+
+    @rule(data=st.data(), args=speculate_args())
+    def speculate(self, data: st.DataObject, args: SpeculateArgs) -> None:
+        context = data.draw(copied_tokens(list(self.seqs.values()), self.vocab, max_size=12), label="context")
+        note(f"speculate({context}, {args.positional()})")
+        results = [pack(tree.speculate(context, *args.positional())) for tree in self.trees]
+        SuffixTreeMachine.speculate_calls += 1
+        for impl, result in zip(self.implementations[1:], results[1:], strict=True):
+            assert result == results[0], f"{impl.name} drafts {result}, {self.implementations[0].name} {results[0]}"
+
+    @rule(data=st.data())
+    def bad_input(self, data: st.DataObject) -> None:
+        operation = data.draw(st.sampled_from(["extend", "speculate", "seq_id"]), label="operation")
+        bad = data.draw(bad_tokens(), label="bad")
+        note(f"bad {operation}: {bad!r}")
+        for impl, tree in zip(self.implementations, self.trees, strict=True):
+            if not impl.rejects_bad_input:
+                continue
+            before = _snapshot(tree)
+            try:
+                if operation == "extend":
+                    tree.extend(0, bad)  # type: ignore[arg-type]
+                elif operation == "speculate":
+                    tree.speculate(bad, 8, 1.0, 0.0, 0.1, False)  # type: ignore[arg-type]
+                else:
+                    tree.extend(-(2**31), [1])
+            except SuffixInputError:
+                pass
+            else:
+                raise AssertionError(f"{impl.name} accepted {operation} {bad!r}")
+            assert _snapshot(tree) == before, f"{impl.name} changed state on rejected input"
+
+    @invariant()
+    def agree(self) -> None:
+        dumps = []
+        for impl, tree in zip(self.implementations, self.trees, strict=True):
+            problem = tree.check_integrity()
+            assert problem == "", f"{impl.name}: {problem}"
+            assert tree.num_seqs() == len(self.seqs), f"{impl.name}: num_seqs {tree.num_seqs()} != {len(self.seqs)}"
+            if isinstance(tree, InspectableIndex):
+                dumps.append((impl.name, tree.dump()))
+            if isinstance(tree, SuffixTree):
+                live = tree.count([])
+                assert tree.num_nodes() <= 2 * live, f"{tree.num_nodes()} nodes for {live} live tokens (P10)"
+        for name, dump in dumps[1:]:
+            assert dump == dumps[0][1], f"{name} and {dumps[0][0]} disagree on counts or sibling order"
+
+
+def _snapshot(tree: SuffixIndex) -> object:
+    return tree.dump() if isinstance(tree, InspectableIndex) else tree.num_seqs()
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheImplementation:
+    """One ``SuffixDecodingCache``-like implementation under test."""
+
+    name: str
+    make_cache: Callable[[int, int], Any]
+    """Builds a cache from ``(max_tree_depth, max_cached_requests)``."""
+
+
+def reference_caches(*, with_upstream: bool = True) -> list[CacheImplementation]:
+    impls = [CacheImplementation(name="arctic_ref", make_cache=SuffixDecodingCache)]
+    if with_upstream and UpstreamSuffixDecodingCache is not None:
+        impls.append(CacheImplementation(name="upstream", make_cache=UpstreamSuffixDecodingCache))
+    return impls
+
+
+REQUEST_IDS = ("a", "b", 3, ("t", 1), "e")
+
+
+class SuffixCacheMachine(RuleBasedStateMachine):
+    """start/stop/add/evict/speculate, error cases included, on every cache at once. Invariants: the
+    same exceptions, the same active and cached lists in order, the same seq ids, the same drafts,
+    and FIFO bounds (P11). With a single implementation only the bounds are checked."""
+
+    def __init__(self, implementations: Sequence[CacheImplementation]) -> None:
+        super().__init__()
+        self.implementations = list(implementations)
+        self.caches: list[Any] = []
+        self.limit = -1
+        self.responses: dict[Hashable, list[int]] = {}
+        self.vocab = 4
+
+    @initialize(
+        depth=st.sampled_from((0, 1, 2, 4, 8, 64, -1)),
+        limit=st.sampled_from((-1, 0, 1, 2, 3)),
+        wrap=st.booleans(),
+        vocab=st.integers(2, 5),
+    )
+    def start(self, depth: int, limit: int, wrap: bool, vocab: int) -> None:
+        note(f"SuffixDecodingCache({depth}, {limit}) wrap={wrap}")
+        self.caches = [impl.make_cache(depth, limit) for impl in self.implementations]
+        self.limit = limit
+        self.vocab = vocab
+        if wrap:
+            for cache in self.caches:
+                cache._next_seq_id = 2**31 - 2
+
+    def _all(self, label: str, call: Callable[[Any], Any]) -> list[Any]:
+        outcomes = []
+        for cache in self.caches:
+            try:
+                outcomes.append(("ok", call(cache)))
+            except (ValueError, TypeError, KeyError) as error:
+                outcomes.append(("raised", type(error).__name__))
+        for impl, outcome in zip(self.implementations[1:], outcomes[1:], strict=True):
+            assert outcome[0] == outcomes[0][0], f"{label}: {impl.name} {outcome} vs {outcomes[0]}"
+        return outcomes
+
+    @rule(req=st.sampled_from(REQUEST_IDS), data=st.data())
+    def start_request(self, req: Hashable, data: st.DataObject) -> None:
+        prompt = data.draw(copied_tokens(list(self.responses.values()), self.vocab, max_size=10), label="prompt")
+        note(f"start_request({req!r}, {prompt})")
+        outcomes = self._all("start_request", lambda c: c.start_request(req, prompt))
+        if outcomes[0][0] == "ok":
+            self.responses[req] = list(prompt)
+            if self.limit > 0:
+                assert req in self.caches[0].cached_requests, "the request just started is cached (P11)"
+
+    @rule(req=st.sampled_from(REQUEST_IDS))
+    def stop_request(self, req: Hashable) -> None:
+        note(f"stop_request({req!r})")
+        self._all("stop_request", lambda c: c.stop_request(req))
+
+    @rule(req=st.sampled_from(REQUEST_IDS), data=st.data())
+    def add_active_response(self, req: Hashable, data: st.DataObject) -> None:
+        tokens = data.draw(copied_tokens(list(self.responses.values()), self.vocab, max_size=6), label="tokens")
+        note(f"add_active_response({req!r}, {tokens})")
+        self._all("add_active_response", lambda c: c.add_active_response(req, tokens))
+        self.responses.setdefault(req, []).extend(tokens)
+
+    @rule(req=st.sampled_from(REQUEST_IDS))
+    def evict_cached_response(self, req: Hashable) -> None:
+        note(f"evict_cached_response({req!r})")
+        self._all("evict_cached_response", lambda c: c.evict_cached_response(req))
+
+    @rule(req=st.sampled_from(REQUEST_IDS), data=st.data(), args=speculate_args())
+    def speculate(self, req: Hashable, data: st.DataObject, args: SpeculateArgs) -> None:
+        context = data.draw(copied_tokens(list(self.responses.values()), self.vocab, max_size=12), label="context")
+        note(f"speculate({req!r}, {context}, {args.positional()})")
+        outcomes = self._all("speculate", lambda c: pack(c.speculate(req, context, *args.positional())))
+        SuffixTreeMachine.speculate_calls += 1 if len(self.caches) > 1 else 0
+        for impl, outcome in zip(self.implementations[1:], outcomes[1:], strict=True):
+            assert outcome == outcomes[0], f"speculate: {impl.name} {outcome} vs {outcomes[0]}"
+
+    @rule(data=st.data())
+    def bad_tokens_change_nothing(self, data: st.DataObject) -> None:
+        """X2/X5 on our cache only (upstream corrupts its state on these)."""
+        ours = self.caches[0]
+        if not isinstance(ours, SuffixDecodingCache):
+            return
+        req = data.draw(st.sampled_from(REQUEST_IDS), label="req")
+        bad = data.draw(bad_tokens(), label="bad")
+        before = (_cache_state(ours), _cache_dumps(ours))
+        for call in (ours.start_request, ours.add_active_response):
+            try:
+                call(req, bad)  # type: ignore[arg-type]
+            except (ValueError, TypeError):
+                pass
+            else:
+                raise AssertionError(f"{call.__name__}({req!r}, {bad!r}) was accepted")
+            assert (_cache_state(ours), _cache_dumps(ours)) == before, f"{call.__name__} changed state on rejected input"
+
+    @invariant()
+    def agree(self) -> None:
+        states = [_cache_state(cache) for cache in self.caches]
+        for impl, state in zip(self.implementations[1:], states[1:], strict=True):
+            assert state == states[0], f"{impl.name} state {state} vs {states[0]}"
+        if self.caches and self.limit > 0:
+            assert len(self.caches[0].cached_requests) <= self.limit
+        if self.caches and self.limit == 0:
+            assert not self.caches[0].cached_requests
+
+
+def _cache_state(cache: Any) -> tuple[object, ...]:
+    return (
+        list(cache.active_requests),
+        list(cache.cached_requests),
+        dict(cache._req_to_seq_id),
+        cache._next_seq_id,
+        cache._global_tree.num_seqs(),
+    )
+
+
+def _cache_dumps(cache: SuffixDecodingCache) -> tuple[object, ...]:
+    return (cache._global_tree.dump(), [(req, tree.dump()) for req, tree in cache._local_trees.items()])
