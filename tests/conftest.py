@@ -7,7 +7,9 @@ unwrapped because a wrapper per call would dominate its hot loops.
 """
 
 import os
+from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, settings
 from jaxtyping import install_import_hook
 
@@ -20,3 +22,18 @@ settings.register_profile(
 )
 settings.register_profile("nightly", max_examples=2000, stateful_step_count=40, deadline=None, suppress_health_check=_SLOW_OK)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+_COMPARISONS: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="session")
+def comparisons() -> Counter[str]:
+    """Tests add how many results they compared with each oracle; the total is printed at the end."""
+    return _COMPARISONS
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _COMPARISONS:
+        parts = ", ".join(f"{name}: {count}" for name, count in sorted(_COMPARISONS.items()))
+        terminalreporter.write_line(f"results compared with oracles -- {parts}")

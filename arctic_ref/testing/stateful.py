@@ -98,11 +98,10 @@ def pack(draft: Any) -> tuple[object, ...]:
 class SuffixTreeMachine(RuleBasedStateMachine):
     """Random extend/remove/speculate/bad-input sequences applied to every implementation at once."""
 
-    speculate_calls = 0
-    """Speculate calls compared so far, over all machines in this process (a coverage figure)."""
-
     def __init__(self, implementations: Sequence[Implementation]) -> None:
         super().__init__()
+        self.compared = 0
+        """``speculate`` calls compared across the implementations (a coverage figure)."""
         if len(implementations) < 2:
             raise ValueError(f"need at least two implementations to compare, got {len(implementations)}")
         self.implementations = list(implementations)
@@ -139,7 +138,7 @@ class SuffixTreeMachine(RuleBasedStateMachine):
         context = data.draw(copied_tokens(list(self.seqs.values()), self.vocab, max_size=12), label="context")
         note(f"speculate({context}, {args.positional()})")
         results = [pack(tree.speculate(context, *args.positional())) for tree in self.trees]
-        SuffixTreeMachine.speculate_calls += 1
+        self.compared += 1
         for impl, result in zip(self.implementations[1:], results[1:], strict=True):
             assert result == results[0], f"{impl.name} drafts {result}, {self.implementations[0].name} {results[0]}"
 
@@ -214,6 +213,8 @@ class SuffixCacheMachine(RuleBasedStateMachine):
 
     def __init__(self, implementations: Sequence[CacheImplementation]) -> None:
         super().__init__()
+        self.compared = 0
+        """``speculate`` calls compared across the implementations."""
         self.implementations = list(implementations)
         self.caches: list[Any] = []
         self.limit = -1
@@ -278,7 +279,7 @@ class SuffixCacheMachine(RuleBasedStateMachine):
         context = data.draw(copied_tokens(list(self.responses.values()), self.vocab, max_size=12), label="context")
         note(f"speculate({req!r}, {context}, {args.positional()})")
         outcomes = self._all("speculate", lambda c: pack(c.speculate(req, context, *args.positional())))
-        SuffixTreeMachine.speculate_calls += 1 if len(self.caches) > 1 else 0
+        self.compared += 1
         for impl, outcome in zip(self.implementations[1:], outcomes[1:], strict=True):
             assert outcome == outcomes[0], f"speculate: {impl.name} {outcome} vs {outcomes[0]}"
 

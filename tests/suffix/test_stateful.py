@@ -1,5 +1,7 @@
 """Model-based tests: ours, the naive oracle and upstream (when installed) driven side by side."""
 
+from collections import Counter
+
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -11,15 +13,21 @@ from arctic_ref.testing.stateful import (
 )
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE
 
+needs_upstream = pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
 
-def test_tree_against_naive_oracle() -> None:
-    run_state_machine_as_test(lambda: SuffixTreeMachine(reference_trees(with_upstream=False)))
+
+def test_tree_against_naive_oracle(comparisons: Counter[str]) -> None:
+    machines: list[SuffixTreeMachine] = []
+    run_state_machine_as_test(lambda: machines.append(SuffixTreeMachine(reference_trees(with_upstream=False))) or machines[-1])
+    comparisons["naive oracle (tree machine)"] += sum(m.compared for m in machines)
 
 
 @pytest.mark.upstream
-@pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
-def test_tree_three_way_with_upstream() -> None:
-    run_state_machine_as_test(lambda: SuffixTreeMachine(reference_trees()))
+@needs_upstream
+def test_tree_three_way_with_upstream(comparisons: Counter[str]) -> None:
+    machines: list[SuffixTreeMachine] = []
+    run_state_machine_as_test(lambda: machines.append(SuffixTreeMachine(reference_trees())) or machines[-1])
+    comparisons["upstream (tree machine)"] += sum(m.compared for m in machines)
 
 
 def test_cache_bounds_and_bad_input() -> None:
@@ -27,6 +35,8 @@ def test_cache_bounds_and_bad_input() -> None:
 
 
 @pytest.mark.upstream
-@pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
-def test_cache_against_upstream() -> None:
-    run_state_machine_as_test(lambda: SuffixCacheMachine(reference_caches()))
+@needs_upstream
+def test_cache_against_upstream(comparisons: Counter[str]) -> None:
+    machines: list[SuffixCacheMachine] = []
+    run_state_machine_as_test(lambda: machines.append(SuffixCacheMachine(reference_caches())) or machines[-1])
+    comparisons["upstream (cache machine)"] += sum(m.compared for m in machines)

@@ -1,0 +1,257 @@
+"""Worked examples of spec suffix-decoding.md, each checked on ours and the naive oracle, and on
+upstream's C++ tree where the example is within upstream's contract."""
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, SuffixTree
+from arctic_ref.testing.oracles import NaiveSuffixIndex
+from arctic_ref.testing.stateful import SuffixIndex
+from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixTree
+
+TREES: list[Callable[[int], SuffixIndex]] = [SuffixTree, NaiveSuffixIndex]
+if UPSTREAM_AVAILABLE:
+    TREES.append(UpstreamSuffixTree)
+TREE_IDS = ["arctic_ref", "naive", "upstream"][: len(TREES)]
+
+
+@pytest.fixture(params=TREES, ids=TREE_IDS)
+def make_tree(request: pytest.FixtureRequest) -> Callable[[int], SuffixIndex]:
+    factory: Callable[[int], SuffixIndex] = request.param
+    return factory
+
+
+def path(tree: SuffixIndex, context: list[int], factor: float = 1.0, min_prob: float = 0.1, tokens: int = 32) -> Draft:
+    return tree.speculate(context, tokens, factor, 0.0, min_prob, False)
+
+
+def test_sibling_tie_order_is_history(make_tree: Callable[[int], SuffixIndex]) -> None:
+    """§1.3: removing a sequence restores counts but not the order of ties."""
+    tree = make_tree(8)
+    tree.extend(0, [5, 6])
+    tree.extend(1, [5, 7])
+    assert path(tree, [9, 5]).token_ids == [6]
+    tree.extend(2, [5, 7])
+    assert path(tree, [9, 5]).token_ids == [7]
+    tree.remove(2)
+    assert path(tree, [9, 5]).token_ids == [7]
+
+
+def test_tie_order_children_dump() -> None:
+    ours, naive = SuffixTree(8), NaiveSuffixIndex(8)
+    for tree in (ours, naive):
+        tree.extend(0, [5, 6])
+        tree.extend(1, [5, 7])
+        tree.extend(2, [5, 7])
+        tree.remove(2)
+        assert tree.children([5]) == [(7, 1), (6, 1)]
+        assert tree.count([5]) == 2
+
+
+def test_tree_mode_emits_rest_of_compressed_node_above_one(make_tree: Callable[[int], SuffixIndex]) -> None:
+    """§3.4 / E7: P > 1 — path drafts nothing, tree emits the matched compressed node's rest."""
+    tree = make_tree(8)
+    tree.extend(0, [5, 6, 7, 8, 9])
+    assert tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, False).token_ids == []
+    draft = tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, True)
+    assert (draft.token_ids, draft.parents, draft.probs, draft.score, draft.match_len) == ([7, 8, 9], [-1, 0, 1], [1.0] * 3, 3.0, 1)
+
+
+def test_longest_match_is_shorter_than_context(make_tree: Callable[[int], SuffixIndex]) -> None:
+    """E2: the full context is never tried."""
+    tree = make_tree(8)
+    tree.extend(0, [5, 6, 7, 8, 9])
+    assert path(tree, [7]) == Draft()
+    tree2 = make_tree(4)
+    tree2.extend(0, [1, 2, 3, 1, 2, 4])
+    assert path(tree2, [1, 2]).match_len == 1
+
+
+@pytest.mark.parametrize(
+    ("factor", "expected"), [(1e10, []), (math.inf, []), (math.nan, []), (2.0, [3, 4])], ids=["1e10", "inf", "nan", "2"]
+)
+def test_budget_cast_fallback(make_tree: Callable[[int], SuffixIndex], factor: float, expected: list[int]) -> None:
+    """§3.2 / E6: out-of-range budgets fall back to INT32_MIN, i.e. budget 0."""
+    tree = make_tree(8)
+    tree.extend(0, [1, 2, 3, 4])
+    draft = path(tree, [0, 2], factor=factor)
+    assert draft.token_ids == expected
+    assert draft.match_len == 1
+
+
+def test_empty_draft_keeps_longest_match(make_tree: Callable[[int], SuffixIndex]) -> None:
+    """E5: every budget 0 gives an empty draft whose match_len is the longest successful match."""
+    tree = make_tree(8)
+    tree.extend(0, [1, 2, 3, 4])
+    draft = tree.speculate([1, 2, 3], 0, 1.0, 0.0, 0.1, False)
+    assert (draft.token_ids, draft.match_len) == ([], 2)
+
+
+def test_probability_rounding_in_tree_mode_is_two_step() -> None:
+    """§3.4: tree mode computes (p·c)/n, path mode p·(c/n); both in float32."""
+    tree = SuffixTree(16)
+    tree.extend(0, [1, 2] * 3 + [1, 3])
+    draft = tree.speculate([9, 1], 8, 8.0, 0.0, 0.0, True)
+    for prob in draft.probs:
+        assert float(np.float32(prob)) == prob
+
+
+def test_depth_zero_and_negative() -> None:
+    """E10/E11: D = 0 keeps only the token count; D < 0 is unbounded."""
+    flat = SuffixTree(0)
+    flat.extend(0, [1, 2, 3])
+    assert flat.count([]) == 3 and flat.num_nodes() == 0 and flat.check_integrity() == ""
+    assert path(flat, [1, 2]) == Draft()
+    deep = SuffixTree(-1)
+    deep.extend(0, list(range(100)))
+    assert deep.count(list(range(100))) == 1 and deep.check_integrity() == ""
+    assert path(deep, [0, 1, 2], tokens=5).token_ids == [3, 4]  # match 2, budget = 2·factor
+
+
+def test_extend_empty_and_remove_unknown_are_noops() -> None:
+    """E12."""
+    tree = SuffixTree(4)
+    tree.extend(3, [])
+    tree.remove(99)
+    assert tree.num_seqs() == 0 and tree.dump() == [((), 0)]
+
+
+def test_accepted_token_kinds() -> None:
+    """E13: negative seq ids, extreme tokens, numpy integers, bool and __index__ objects."""
+
+    class Index:
+        def __index__(self) -> int:
+            return 4
+
+    tree = SuffixTree(4)
+    tree.extend(-3, [-(2**31) + 2, 2**31 - 1, np.int64(7), True, Index()])  # type: ignore[list-item]
+    tree.extend(2**31 - 1, np.array([1, 2], dtype=np.uint8)[::-1])
+    assert tree.num_seqs() == 2 and tree.check_integrity() == ""
+    assert tree.children([2**31 - 1]) == [(7, 1)]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[-(2**31)], [-(2**31) + 1], [2**31], [1.5], ["x"], [None], "ab", b"ab", 5, np.array([[1]]), np.array([1.0])],
+    ids=["min", "min+1", "2^31", "float", "str-el", "None", "str", "bytes", "int", "2d", "float-array"],
+)
+def test_bad_tokens_change_nothing(bad: object) -> None:
+    """§2.2 / X2 / X5: rejected before any change, with a SuffixInputError."""
+    tree = SuffixTree(4)
+    tree.extend(0, [1, 2, 3])
+    before = tree.dump()
+    with pytest.raises(SuffixInputError):
+        tree.extend(0, [4, *bad] if isinstance(bad, list) else bad)  # type: ignore[arg-type]
+    with pytest.raises(SuffixInputError):
+        tree.speculate([1, *bad] if isinstance(bad, list) else bad, 4, 1.0, 0.0, 0.1, False)  # type: ignore[arg-type]
+    assert tree.dump() == before and tree.check_integrity() == ""
+
+
+def test_error_messages_name_index_and_value() -> None:
+    tree = SuffixTree(4)
+    with pytest.raises(SuffixInputError, match=r"tokens\[3\] = -2147483648 is reserved"):
+        tree.extend(0, [1, 2, 3, -(2**31)])
+    with pytest.raises(SuffixInputError, match=r"seq_id = -2147483647 is reserved"):
+        tree.extend(-(2**31) + 1, [1])
+    with pytest.raises(SuffixInputError, match=r"max_depth = 2147483648 is outside int32"):
+        SuffixTree(2**31)
+    with pytest.raises(TypeError, match="use_tree_spec"):
+        tree.speculate([1, 2], 4, 1.0, 0.0, 0.1, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="min_token_prob"):
+        tree.speculate([1, 2], 4, 1.0, 0.0, "0.1", False)  # type: ignore[arg-type]
+
+
+class TestCache:
+    def test_restart_of_cached_request_moves_it_to_fifo_end(self) -> None:
+        """E15: restarting a cached, inactive id evicts the old response and re-allocates."""
+        cache = SuffixDecodingCache(8, 2)
+        for req in ("a", "b"):
+            cache.start_request(req, [1, 2])
+            cache.add_active_response(req, [3, 4])
+            cache.stop_request(req)
+        cache.start_request("a", [1])
+        assert list(cache.cached_requests) == ["b", "a"]
+        assert cache._req_to_seq_id == {"b": 1, "a": 2}
+
+    def test_fifo_can_evict_an_active_request(self) -> None:
+        """E17: an active request whose response was evicted extends its local tree only."""
+        cache = SuffixDecodingCache(8, 1)
+        cache.start_request("a", [1])
+        cache.start_request("b", [2])
+        assert list(cache.cached_requests) == ["b"]
+        cache.add_active_response("a", [5, 6])
+        assert cache._global_tree.num_seqs() == 0
+        assert cache.speculate("a", [1, 5], 4).token_ids == [6]
+
+    def test_zero_cached_requests_never_writes_global(self) -> None:
+        """E16."""
+        cache = SuffixDecodingCache(8, 0)
+        cache.start_request("a", [1, 2])
+        cache.add_active_response("a", [3])
+        assert not cache.cached_requests and cache._global_tree.num_seqs() == 0
+
+    def test_max_spec_tokens_zero_means_zero(self) -> None:
+        """E18: the code, not upstream's docstring."""
+        cache = SuffixDecodingCache(8)
+        cache.start_request("a", [1, 2, 3, 1, 2])
+        assert cache.speculate("a", [1, 2], 0).token_ids == []
+
+    def test_max_spec_tokens_none_means_depth(self) -> None:
+        """X1: None is the default and means max_tree_depth (upstream raises AttributeError)."""
+        cache = SuffixDecodingCache(8)
+        cache.start_request("a", list(range(10)) * 2)
+        context = [0, 1, 2, 3, 4, 5]
+        assert cache.speculate("a", context, None, 10.0).token_ids == [6, 7, 8, 9, 0, 1, 2]  # match 1, depth 8
+        assert cache.speculate("a", context, None, 10.0) == cache.speculate("a", context, 8, 10.0)
+        assert cache.speculate("a", context) == cache.speculate("a", context, 8)
+
+    def test_seq_id_wraps_and_collides(self) -> None:
+        """§4.3: an id held by an inactive cached request is taken and that request evicted."""
+        cache = SuffixDecodingCache(8)
+        cache.start_request("old", [1])
+        cache.stop_request("old")
+        cache._next_seq_id = 2**31 - 1
+        cache.start_request("x", [1])
+        cache.start_request("y", [1])
+        assert cache._req_to_seq_id == {"x": 2**31 - 1, "y": 0}
+        assert list(cache.cached_requests) == ["x", "y"]
+
+    @pytest.mark.parametrize(
+        ("array", "message"),
+        [
+            (np.zeros((1, 2), dtype=np.int32), "ndim=2"),
+            (np.zeros(2, dtype=np.int64), "dtype=int64"),
+            (np.zeros(4, dtype=np.int32)[::2], "contiguous"),
+        ],
+        ids=["ndim", "dtype", "strided"],
+    )
+    def test_ndarray_checks(self, array: np.ndarray, message: str) -> None:
+        cache = SuffixDecodingCache(8)
+        with pytest.raises(ValueError, match=message):
+            cache.start_request("a", array)
+        assert not cache.active_requests
+
+    def test_failed_start_leaves_nothing(self) -> None:
+        """X5: upstream leaves the request active with an empty local tree; we leave nothing."""
+        cache = SuffixDecodingCache(8)
+        with pytest.raises(SuffixInputError):
+            cache.start_request("a", [1, 2**31])
+        assert not cache.active_requests and not cache.cached_requests and cache._next_seq_id == 0
+
+    def test_errors(self) -> None:
+        cache = SuffixDecodingCache(8)
+        with pytest.raises(ValueError, match="max_cached_requests must be at most 2"):
+            SuffixDecodingCache(8, 2**31)
+        with pytest.raises(ValueError, match="'a' is not active"):
+            cache.stop_request("a")
+        with pytest.raises(ValueError, match="'a' is not cached"):
+            cache.evict_cached_response("a")
+        cache.start_request("a", [])
+        with pytest.raises(ValueError, match="'a' is already active"):
+            cache.start_request("a", [])
+        with pytest.raises(TypeError):
+            cache.start_request(["unhashable"], [1])  # type: ignore[arg-type]
+        assert list(cache.active_requests) == ["a"]
