@@ -34,7 +34,7 @@ def budgets(factor: float, offset: float, max_spec_tokens: int, longest: int) ->
 
 def path_score(node: Node, taken: int, limit: int, min_prob: float) -> float:
     """The score ``path_draft`` would give, without building the draft (the hot loop of speculate)."""
-    if not 1.0 >= min_prob:
+    if not min_prob <= 1.0:
         return 0.0
     prob = 1.0
     score = 0.0

@@ -1,8 +1,8 @@
 """``Heap``: libstdc++'s ``std::priority_queue`` as tree speculation uses it (spec §3.4)."""
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-Item = TypeVar("Item", bound=tuple[float, ...])  # item[0] is the priority
+Item = TypeVar("Item", bound=tuple[Any, ...])  # item[0] is the priority
 
 
 class Heap(Generic[Item]):
@@ -48,5 +48,3 @@ class Heap(Generic[Item]):
 
     def __len__(self) -> int:
         return len(self.items)
-
-

@@ -10,7 +10,9 @@ from collections import Counter
 from arctic_ref.suffix.node import Node
 
 
-def find_violation(root: Node, seqs: dict[int, list[int]], walkers: dict[int, list[Node]], max_depth: int, num_nodes: int) -> str:
+def find_violation(
+    root: Node, seqs: dict[int, list[int]], walkers: dict[int, list[Node]], max_depth: int, num_nodes: int
+) -> str:
     """``""`` when every invariant holds, else one line naming the first failed one, with numbers."""
     live_tokens = sum(len(seq) for seq in seqs.values())
     if root.count != live_tokens:
@@ -55,7 +57,7 @@ def _check_structure(root: Node, seqs: dict[int, list[int]], max_depth: int, num
     live_tokens = root.count
     if num_nodes > 2 * live_tokens:
         return f"C5: {num_nodes} nodes exceed 2 x {live_tokens} live tokens"
-    for node, string in [(root, ())] + nodes:
+    for node, string in [(root, ()), *nodes]:
         counts = [child.count for child in node.order]
         if counts != sorted(counts, reverse=True):
             return f"C4: children of {list(string)} have counts {counts}, not non-increasing"
@@ -97,7 +99,7 @@ def _check_counts(root: Node, seqs: dict[int, list[int]], max_depth: int, num_no
             stop = len(seq) if max_depth < 0 else min(len(seq), start + max_depth)
             if stop > start:
                 endings[tuple(seq[start:stop])] += 1
-    for node, string in [(root, ())] + _walk(root):
+    for node, string in [(root, ()), *_walk(root)]:
         below = sum(child.count for child in node.order)
         expected = 0 if node is root else endings.get(string, 0)
         if node is root and max_depth == 0:

@@ -15,7 +15,7 @@ _LINEAR_SCAN_MAX: Final = 8  # below this, scan instead of bisecting
 class Node:
     """A compressed node: ``length`` tokens ending at ``ref[end - 1]``, at string depth ``depth``."""
 
-    __slots__ = ("count", "parent", "children", "order", "ref", "end", "length", "depth")
+    __slots__ = ("children", "count", "depth", "end", "length", "order", "parent", "ref")
 
     def __init__(self, count: int, parent: "Node | None", ref: list[int], end: int, length: int, depth: int) -> None:
         self.count = count
@@ -75,5 +75,3 @@ def demote(order: list[Node], i: int, old: int) -> None:
     node = order[i]
     del order[i]
     order.insert(j - 1, node)
-
-

@@ -299,7 +299,7 @@ class SuffixTree:
         while stack:
             node, prefix = stack.pop()
             for k in range(node.length):
-                prefix = prefix + (node.ref[node.end - node.length + k],)
+                prefix = (*prefix, node.ref[node.end - node.length + k])
                 out.append((prefix, node.count))
             stack.extend((c, prefix) for c in reversed(node.order))
         return out
@@ -322,5 +322,3 @@ class SuffixTree:
     def check_integrity(self) -> str:
         """``""`` iff every invariant of spec §6.1 holds, else one line naming the first failure."""
         return find_violation(self._root, self._seqs, self._open, self._max_depth, self._num_nodes)
-
-

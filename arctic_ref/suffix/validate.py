@@ -9,7 +9,7 @@ import math
 import operator
 import struct
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -53,14 +53,15 @@ def check_tokens(name: str, tokens: object) -> list[int]:
             raise SuffixInputError(f"{name} must have an integer dtype, got dtype={tokens.dtype.name}")
         if tokens.size and (int(tokens.min()) < TOKEN_MIN or int(tokens.max()) > INT32_MAX):
             return _find_bad_token(name, tokens.tolist())
-        return list(tokens.tolist())
+        return [int(t) for t in tokens.tolist()]
     check_sequence_type(name, tokens)
+    items = cast(Sequence[Any], tokens)
     try:
-        packed = array.array("i", tokens)
+        packed = array.array("i", items)
     except (TypeError, OverflowError, ValueError):
-        return _find_bad_token(name, tokens)
+        return _find_bad_token(name, items)
     if packed and min(packed) < TOKEN_MIN:
-        return _find_bad_token(name, tokens)
+        return _find_bad_token(name, items)
     return packed.tolist()
 
 
@@ -69,7 +70,9 @@ def check_sequence_type(name: str, tokens: object) -> None:
     if isinstance(tokens, np.ndarray):
         return
     if isinstance(tokens, (str, bytes, bytearray)) or not isinstance(tokens, Sequence):
-        raise SuffixInputError(f"{name} must be a sequence of ints or a 1-D integer ndarray, got {type(tokens).__name__}")
+        raise SuffixInputError(
+            f"{name} must be a sequence of ints or a 1-D integer ndarray, got {type(tokens).__name__}"
+        )
 
 
 def _find_bad_token(name: str, tokens: Sequence[object]) -> list[int]:

@@ -13,9 +13,10 @@ pieces of roughly BPE size.
 import importlib.util
 import random
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from arctic_ref.suffix.trace import TraceRequest
 
 #: Modules whose sources make the trace: pure-Python, present in every CPython 3.10+.
 MODULES: Final = (
@@ -24,15 +25,6 @@ MODULES: Final = (
 )  # fmt: skip
 _PIECE: Final = re.compile(r"[A-Za-z0-9_]{1,4}| +|\n|.", re.DOTALL)
 _IDENTIFIER: Final = re.compile(r"\b[a-z_][a-z0-9_]{3,}\b")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TraceRequest:
-    """One request of a trace: its id, prompt and true response."""
-
-    req_id: str | int
-    prompt_token_ids: list[int]
-    response_token_ids: list[int]
 
 
 class Tokenizer:
@@ -69,7 +61,7 @@ def _edit(lines: list[str], rng: random.Random) -> tuple[str, list[str]]:
     index = rng.randrange(len(lines) + 1)
     indent = re.match(r" *", lines[index - 1] if index else "")
     added = (indent.group(0) if indent else "") + "# reviewed: keep this behaviour"
-    return f"Insert a review comment after line {index} of this code.", lines[:index] + [added] + lines[index:]
+    return f"Insert a review comment after line {index} of this code.", [*lines[:index], added, *lines[index:]]
 
 
 def code_edit_trace(requests: int = 60, seed: int = 0, chunk_lines: int = 40, files: int = 6) -> list[TraceRequest]:

@@ -55,7 +55,7 @@ class NaiveSuffixIndex:
         return self._max_depth != 0 and self._occ(p) > 0
 
     def _child_counts(self, parent: String) -> list[int]:
-        return [self._occ(parent + (token,)) for token in self._order.get(parent, [])]
+        return [self._occ((*parent, token)) for token in self._order.get(parent, [])]
 
     # ------------------------------------------------------------------ updates
 
@@ -141,26 +141,28 @@ class NaiveSuffixIndex:
         p = tuple(check_tokens("tokens", tokens))
         if p and not self._is_node(p):
             return []
-        return [(token, self._occ(p + (token,))) for token in self._order.get(p, [])]
+        return [(token, self._occ((*p, token))) for token in self._order.get(p, [])]
 
     def dump(self) -> list[tuple[String, int]]:
         out: list[tuple[String, int]] = [((), self._occ(()))]
-        stack = [(token,) for token in reversed(self._order.get((), []))]
+        stack: list[String] = [(token,) for token in reversed(self._order.get((), []))]
         while stack:
             p = stack.pop()
             out.append((p, self._occ(p)))
-            stack.extend(p + (token,) for token in reversed(self._order.get(p, [])))
+            stack.extend((*p, token) for token in reversed(self._order.get(p, [])))
         return out
 
     def check_integrity(self) -> str:
-        for parent, siblings in self._order.items():
+        for parent, _siblings in self._order.items():
             counts = self._child_counts(parent)
             if counts != sorted(counts, reverse=True) or 0 in counts:
                 return f"order of {list(parent)} has counts {counts}"
         return ""
 
     def estimate_memory(self) -> int:
-        return sum(8 * len(seq) for seq in self._seqs.values()) + sum(8 * (len(k) + len(v)) for k, v in self._order.items())
+        return sum(8 * len(seq) for seq in self._seqs.values()) + sum(
+            8 * (len(k) + len(v)) for k, v in self._order.items()
+        )
 
     def speculate(
         self,
@@ -191,7 +193,7 @@ class NaiveSuffixIndex:
 
     def _interior(self, t: String) -> bool:
         siblings = self._order.get(t, [])
-        return bool(t) and len(siblings) == 1 and self._occ(t + (siblings[0],)) == self._occ(t)
+        return bool(t) and len(siblings) == 1 and self._occ((*t, siblings[0])) == self._occ(t)
 
     def _path_draft(self, t: String, limit: int, min_prob: np.float32) -> Draft:
         d = Draft()
@@ -201,7 +203,7 @@ class NaiveSuffixIndex:
             siblings = self._order.get(t, [])
             if not siblings:
                 break
-            u = t + (siblings[0],)
+            u = (*t, siblings[0])
             if not self._interior(t):
                 prob = _F32(prob * _F32(_F32(self._occ(u)) / _F32(self._occ(t))))
                 if not prob >= min_prob:
@@ -221,7 +223,7 @@ class NaiveSuffixIndex:
 
         def next_action(node: String, prob: float, parent: int) -> tuple[float, bool, String, int]:
             if self._interior(node):
-                return (prob, True, node + (self._order[node][0],), parent)  # EMIT the only child
+                return (prob, True, (*node, self._order[node][0]), parent)  # EMIT the only child
             return (prob, False, node, parent)  # EXPAND
 
         heap.push(next_action(t, 1.0, -1))
@@ -235,7 +237,7 @@ class NaiveSuffixIndex:
                 heap.push(next_action(node, prob, len(d.token_ids) - 1))
                 continue
             for token in self._order.get(node, []):
-                u = node + (token,)
+                u = (*node, token)
                 q = _F32(_F32(_F32(prob) * _F32(self._occ(u))) / _F32(self._occ(node)))
                 if q < min_prob:
                     break

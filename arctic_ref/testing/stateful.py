@@ -34,7 +34,6 @@ from arctic_ref.testing.strategies import (
     bad_tokens,
     copied_tokens,
     speculate_args,
-    token_lists,
 )
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 
@@ -127,7 +126,7 @@ class SuffixTreeMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
-        seq_id = data.draw(st.sampled_from(sorted(self.seqs) + [7]), label="seq_id")
+        seq_id = data.draw(st.sampled_from([*sorted(self.seqs), 7]), label="seq_id")
         note(f"remove({seq_id})")
         for tree in self.trees:
             tree.remove(seq_id)
@@ -299,7 +298,9 @@ class SuffixCacheMachine(RuleBasedStateMachine):
                 pass
             else:
                 raise AssertionError(f"{call.__name__}({req!r}, {bad!r}) was accepted")
-            assert (_cache_state(ours), _cache_dumps(ours)) == before, f"{call.__name__} changed state on rejected input"
+            assert (_cache_state(ours), _cache_dumps(ours)) == before, (
+                f"{call.__name__} changed state on rejected input"
+            )
 
     @invariant()
     def agree(self) -> None:

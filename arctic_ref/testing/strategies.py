@@ -6,6 +6,7 @@ to hit every edge of the budget and probability rules (NaN, inf, negative, > 1).
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -30,7 +31,13 @@ class SpeculateArgs:
     use_tree_spec: bool
 
     def positional(self) -> tuple[int, float, float, float, bool]:
-        return (self.max_spec_tokens, self.max_spec_factor, self.max_spec_offset, self.min_token_prob, self.use_tree_spec)
+        return (
+            self.max_spec_tokens,
+            self.max_spec_factor,
+            self.max_spec_offset,
+            self.min_token_prob,
+            self.use_tree_spec,
+        )
 
 
 def speculate_args() -> st.SearchStrategy[SpeculateArgs]:
@@ -49,11 +56,12 @@ def token_lists(vocab: int = 4, max_size: int = 8) -> st.SearchStrategy[list[int
 
 
 @st.composite
-def copied_tokens(draw: st.DrawFn, sources: list[list[int]], vocab: int = 4, max_size: int = 8) -> list[int]:
+def copied_tokens(draw: Any, sources: list[list[int]], vocab: int = 4, max_size: int = 8) -> list[int]:
     """Tokens that mostly copy a substring of one of ``sources`` (so paths are shared), with noise."""
     live = [s for s in sources if s]
     if not live or draw(st.integers(0, 3)) == 0:
-        return draw(token_lists(vocab, max_size))
+        fresh: list[int] = draw(token_lists(vocab, max_size))
+        return fresh
     source = draw(st.sampled_from(live))
     start = draw(st.integers(0, len(source) - 1))
     stop = draw(st.integers(start, min(len(source), start + max_size)))

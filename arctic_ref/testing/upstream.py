@@ -13,6 +13,8 @@ import numpy as np
 
 from arctic_ref.suffix.draft import Draft
 
+__all__ = ["UPSTREAM_AVAILABLE", "UpstreamSuffixDecodingCache", "UpstreamSuffixTree"]
+
 try:
     from arctic_inference.suffix_decoding import SuffixDecodingCache as UpstreamSuffixDecodingCache
     from arctic_inference.suffix_decoding._C import SuffixTree as _UpstreamTree
@@ -29,7 +31,9 @@ class UpstreamSuffixTree:
 
     def __init__(self, max_depth: int) -> None:
         if _UpstreamTree is None:
-            raise RuntimeError("arctic-inference is not installed: pip install --no-build-isolation arctic-inference==0.3.0")
+            raise RuntimeError(
+                "arctic-inference is not installed: pip install --no-build-isolation arctic-inference==0.3.0"
+            )
         self._max_depth = max_depth
         self._tree: Any = _UpstreamTree(max_depth)
         self._live: set[int] = set()

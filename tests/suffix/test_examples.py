@@ -57,7 +57,13 @@ def test_tree_mode_emits_rest_of_compressed_node_above_one(make_tree: Callable[[
     tree.extend(0, [5, 6, 7, 8, 9])
     assert tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, False).token_ids == []
     draft = tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, True)
-    assert (draft.token_ids, draft.parents, draft.probs, draft.score, draft.match_len) == ([7, 8, 9], [-1, 0, 1], [1.0] * 3, 3.0, 1)
+    assert (draft.token_ids, draft.parents, draft.probs, draft.score, draft.match_len) == (
+        [7, 8, 9],
+        [-1, 0, 1],
+        [1.0] * 3,
+        3.0,
+        1,
+    )
 
 
 def test_longest_match_is_shorter_than_context(make_tree: Callable[[int], SuffixIndex]) -> None:

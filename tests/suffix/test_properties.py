@@ -208,6 +208,8 @@ def test_p12_drafts_do_not_depend_on_hash_seed() -> None:
     outputs = []
     for seed in ("0", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        run = subprocess.run([sys.executable, "-c", _DETERMINISM_SCRIPT], env=env, capture_output=True, text=True, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", _DETERMINISM_SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
         outputs.append(json.loads(run.stdout))
     assert outputs[0] == outputs[1] and len(outputs[0]) > 10

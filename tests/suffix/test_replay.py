@@ -15,13 +15,19 @@ PARAMETERS = [(32, 1.0, 0.0, 0.1), (16, 2.0, 1.0, 0.0), (8, 0.5, -1.0, 0.3)]
 @pytest.mark.upstream
 @pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
 @pytest.mark.parametrize("tree", [False, True], ids=["path", "tree"])
-@pytest.mark.parametrize(("tokens", "factor", "offset", "min_prob"), PARAMETERS, ids=["32-1-0-0.1", "16-2-1-0", "8-0.5-m1-0.3"])
+@pytest.mark.parametrize(
+    ("tokens", "factor", "offset", "min_prob"), PARAMETERS, ids=["32-1-0-0.1", "16-2-1-0", "8-0.5-m1-0.3"]
+)
 def test_replay_drafts_equal_upstream(
     tree: bool, tokens: int, factor: float, offset: float, min_prob: float, comparisons: Counter[str]
 ) -> None:
     trace = code_edit_trace(requests=40 if tree else 60)
     config = SimulationConfig(
-        max_spec_tokens=tokens, max_spec_factor=factor, max_spec_offset=offset, min_token_prob=min_prob, use_tree_spec=tree
+        max_spec_tokens=tokens,
+        max_spec_factor=factor,
+        max_spec_offset=offset,
+        min_token_prob=min_prob,
+        use_tree_spec=tree,
     )
     ours = replay(SuffixDecodingCache(64, -1), trace, config, keep_drafts=True)
     theirs = replay(UpstreamSuffixDecodingCache(64, -1), trace, config, keep_drafts=True)

@@ -18,7 +18,9 @@ needs_upstream = pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-infer
 
 def test_tree_against_naive_oracle(comparisons: Counter[str]) -> None:
     machines: list[SuffixTreeMachine] = []
-    run_state_machine_as_test(lambda: machines.append(SuffixTreeMachine(reference_trees(with_upstream=False))) or machines[-1])
+    run_state_machine_as_test(
+        lambda: machines.append(SuffixTreeMachine(reference_trees(with_upstream=False))) or machines[-1]
+    )
     comparisons["naive oracle (tree machine)"] += sum(m.compared for m in machines)
 
 

@@ -1,0 +1,215 @@
+"""``arctic-ref check | simulate``: the command line (the only place that reads argv)."""
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from arctic_ref.suffix.cache import SuffixDecodingCache
+from arctic_ref.suffix.plot import plot_replay
+from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
+from arctic_ref.suffix.trace import TraceRequest, read_trace
+from arctic_ref.suffix.workload import code_edit_trace
+from arctic_ref.testing.batteries import Outcome, format_report, run_batteries
+from arctic_ref.testing.upstream import UpstreamSuffixDecodingCache
+
+log = logging.getLogger("arctic_ref")
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr, redrawn at most every 0.2 s."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total = max(total, 1)
+        self.label = label
+        self.last = 0.0
+
+    def __call__(self, index: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2 and index + 1 < self.total:
+            return
+        self.last = now
+        done = (index + 1) * 30 // self.total
+        end = "\n" if index + 1 >= self.total else ""
+        print(
+            f"\r{self.label} [{'#' * done}{'.' * (30 - done)}] {index + 1}/{self.total}",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _check(args: argparse.Namespace) -> int:
+    _say("arctic-ref check: conformance batteries on embedded defaults")
+    results = run_batteries(_say)
+    print(format_report(results))
+    failed = [r for r in results if r.outcome is Outcome.FAIL]
+    print(f"\n{len(results) - len(failed)} of {len(results)} batteries passed or skipped; {len(failed)} failed")
+    return 1 if failed else 0
+
+
+def _load(args: argparse.Namespace) -> list[TraceRequest]:
+    if args.trace is not None:
+        return read_trace(args.trace)
+    return code_edit_trace(requests=args.requests, seed=args.seed)
+
+
+def _factories(impl: str) -> list[tuple[str, Callable[[int, int], SuffixCacheLike]]]:
+    out: list[tuple[str, Callable[[int, int], SuffixCacheLike]]] = []
+    if impl in ("reference", "both"):
+        out.append(("reference", SuffixDecodingCache))
+    if impl in ("upstream", "both"):
+        if UpstreamSuffixDecodingCache is None:
+            raise SystemExit("--impl upstream/both needs arctic-inference 0.3.0 (see README)")
+        out.append(("upstream", UpstreamSuffixDecodingCache))
+    return out
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    config = SimulationConfig(
+        max_depth=args.max_depth,
+        max_spec_tokens=args.max_spec_tokens,
+        max_spec_factor=args.max_spec_factor,
+        max_spec_offset=args.max_spec_offset,
+        min_token_prob=args.min_token_prob,
+        max_cached_requests=args.max_cached_requests,
+        use_tree_spec=args.tree,
+        no_prompt=args.no_prompt,
+        warm=args.warm,
+    )
+    trace = _load(args)
+    impls = _factories(args.impl)
+    runs: dict[str, list[Replay]] = {name: [] for name, _ in impls}
+    caches: dict[str, Any] = {}
+    for round_index in range(args.repeat):
+        for name, make in impls:  # interleaved A B A B … so drift hits both alike
+            cache = make(config.max_depth, config.max_cached_requests)
+            bar = _ProgressBar(len(trace), f"{name} round {round_index + 1}/{args.repeat}")
+            runs[name].append(replay(cache, trace, config, keep_drafts=len(impls) > 1, on_request=bar))
+            caches[name] = cache
+    first_name = impls[0][0]
+    summary: dict[str, Any] = {"impl": args.impl, "config": asdict(config), **summarize(runs[first_name][0])}
+    for name in runs:
+        summary[f"{name}_spec_us_per_call"] = statistics.median(
+            summarize(r)["spec_us_per_call"] or 0.0 for r in runs[name]
+        )
+        summary[f"{name}_update_us_per_token"] = statistics.median(
+            summarize(r)["update_us_per_token"] or 0.0 for r in runs[name]
+        )
+    reference_cache = caches.get("reference")
+    if isinstance(reference_cache, SuffixDecodingCache):
+        summary["global_num_nodes"] = reference_cache._global_tree.num_nodes()
+        summary["global_live_tokens"] = reference_cache._global_tree.count([])
+    status = 0
+    if len(impls) == 2:
+        ours, theirs = runs["reference"], runs["upstream"]
+        summary["spec_ratio"] = statistics.median(
+            (summarize(a)["spec_us_per_call"] or 0.0) / (summarize(b)["spec_us_per_call"] or 1.0)
+            for a, b in zip(ours, theirs, strict=True)
+        )
+        summary["update_ratio"] = statistics.median(
+            (summarize(a)["update_us_per_token"] or 0.0) / (summarize(b)["update_us_per_token"] or 1.0)
+            for a, b in zip(ours, theirs, strict=True)
+        )
+        mismatch = next(
+            (i for i, (a, b) in enumerate(zip(ours[0].drafts, theirs[0].drafts, strict=True)) if a != b), None
+        )
+        summary["drafts_identical"] = mismatch is None and len(ours[0].drafts) == len(theirs[0].drafts)
+        summary["drafts_compared"] = len(ours[0].drafts)
+        if not summary["drafts_identical"]:
+            step = ours[0].steps[mismatch] if mismatch is not None else None
+            _say(
+                f"first differing draft: step {mismatch} {step}: reference {ours[0].drafts[mismatch or 0]} upstream {theirs[0].drafts[mismatch or 0]}"
+            )
+            status = 1
+    if args.memory:
+        tracemalloc.start()
+        replay(impls[0][1](config.max_depth, config.max_cached_requests), trace, config)
+        summary["peak_mem_bytes"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    if args.steps_out is not None:
+        with args.steps_out.open("w", encoding="utf-8") as out:
+            for step in runs[first_name][0].steps:
+                out.write(json.dumps(asdict(step)) + "\n")
+    if args.plot is not None:
+        plot_replay(runs[first_name][0].steps, args.plot)
+    print(json.dumps(summary, indent=2))
+    keys = [
+        "requests",
+        "steps",
+        "tokens_per_step",
+        "accepted_per_step",
+        "acceptance_rate",
+        "spec_ratio",
+        "update_ratio",
+        "drafts_identical",
+    ]
+    _say(
+        "\n".join(
+            f"{k:>20}  {summary[k]:.3f}" if isinstance(summary.get(k), float) else f"{k:>20}  {summary.get(k)}"
+            for k in keys
+            if k in summary
+        )
+    )
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="arctic-ref", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser(
+        "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
+    )
+    check.set_defaults(run=_check)
+    sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (spec suffix-decoding.md §8)")
+    source = sim.add_mutually_exclusive_group()
+    source.add_argument("--trace", type=Path, help="JSONL: prompt_token_ids, response_token_ids, optional req_id")
+    source.add_argument("--workload", choices=["code-edit"], default="code-edit", help="the built-in trace (default)")
+    sim.add_argument("--requests", type=int, default=60)
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--max-depth", type=int, default=64)
+    sim.add_argument("--max-spec-tokens", type=int, default=32)
+    sim.add_argument("--max-spec-factor", type=float, default=1.0)
+    sim.add_argument("--max-spec-offset", type=float, default=0.0)
+    sim.add_argument("--min-token-prob", type=float, default=0.1)
+    sim.add_argument("--max-cached-requests", type=int, default=-1)
+    sim.add_argument("--tree", action="store_true", help="tree drafts (default: path drafts, as the runner and vLLM)")
+    sim.add_argument(
+        "--no-prompt", action="store_true", help="local trees start empty; the context still has the prompt"
+    )
+    sim.add_argument("--warm", type=int, default=0, help="the first K requests only fill the cache")
+    sim.add_argument("--impl", choices=["reference", "upstream", "both"], default="reference")
+    sim.add_argument("--repeat", type=int, default=1)
+    sim.add_argument("--steps-out", type=Path, help="per-step JSONL")
+    sim.add_argument("--memory", action="store_true", help="tracemalloc peak of a separate replay")
+    sim.add_argument("--plot", type=Path, help="PNG of acceptance and draft length over the steps")
+    sim.set_defaults(run=_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = _parser().parse_args(argv)
+    if getattr(args, "repeat", 1) < 1:
+        raise SystemExit(f"--repeat({args.repeat}) must be >= 1")
+    try:
+        status: int = args.run(args)
+    except (ValueError, OSError) as error:
+        _say(f"arctic-ref {args.command}: {error}")
+        return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
