@@ -1,0 +1,92 @@
+"""``arctic-ref simulate`` and ``check`` end to end, and the upstream simulator bugs not copied
+(spec suffix-decoding.md §8)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arctic_ref.cli import main
+from arctic_ref.suffix.trace import read_trace, write_trace
+from arctic_ref.suffix.workload import code_edit_trace
+from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE
+
+
+def simulate(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, object]:
+    assert main(["simulate", *flags]) == 0
+    summary: dict[str, object] = json.loads(capsys.readouterr().out)
+    return summary
+
+
+def test_jsonl_trace_with_lists_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bug 4 of upstream's simulator: pre-tokenized JSON lists must work."""
+    path = tmp_path / "trace.jsonl"
+    write_trace(path, code_edit_trace(requests=4))
+    assert [r.req_id for r in read_trace(path)] == [0, 1, 2, 3]
+    summary = simulate(capsys, "--trace", str(path))
+    assert summary["requests"] == 4 and isinstance(summary["steps"], int) and summary["steps"] > 4
+
+
+def test_max_spec_tokens_and_offset_take_effect(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bugs 1 and 2: --max-spec-tokens and --max-spec-offset reach speculate."""
+    wide = simulate(capsys, "--requests", "5", "--max-spec-tokens", "32")
+    narrow = simulate(capsys, "--requests", "5", "--max-spec-tokens", "4")
+    offset = simulate(capsys, "--requests", "5", "--max-spec-tokens", "32", "--max-spec-factor", "0", "--max-spec-offset", "2")
+    assert isinstance(narrow["drafted_per_step"], float) and narrow["drafted_per_step"] <= 4
+    assert isinstance(wide["drafted_per_step"], float) and wide["drafted_per_step"] > 8
+    assert isinstance(offset["drafted_per_step"], float) and 0 < offset["drafted_per_step"] <= 2
+
+
+def test_summary_fields_and_steps_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bug 5: time per call, never per drafted token (which divides by zero when nothing is drafted)."""
+    steps = tmp_path / "steps.jsonl"
+    summary = simulate(capsys, "--requests", "3", "--min-token-prob", "2", "--steps-out", str(steps), "--memory")
+    assert summary["acceptance_rate"] is None and summary["drafted_per_step"] == 0
+    assert isinstance(summary["spec_us_per_call"], float) and summary["spec_us_per_call"] > 0
+    assert isinstance(summary["peak_mem_bytes"], int) and summary["peak_mem_bytes"] > 0
+    records = [json.loads(line) for line in steps.read_text().splitlines()]
+    assert len(records) == summary["steps"]
+    assert set(records[0]) == {
+        "req_id", "step", "context_len", "match_len", "score", "num_draft", "num_accepted", "num_out", "spec_us", "update_us"
+    }  # fmt: skip
+
+
+def test_path_drafts_are_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bug 7: the runner's mode (path) by default; --tree switches."""
+    assert simulate(capsys, "--requests", "2")["config"]["use_tree_spec"] is False  # type: ignore[index]
+    assert simulate(capsys, "--requests", "2", "--tree")["config"]["use_tree_spec"] is True  # type: ignore[index]
+
+
+def test_warm_and_no_prompt(capsys: pytest.CaptureFixture[str]) -> None:
+    warm = simulate(capsys, "--requests", "6", "--warm", "3")
+    assert warm["requests"] == 3
+    cold = simulate(capsys, "--requests", "3", "--no-prompt")
+    assert cold["requests"] == 3
+
+
+def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "replay.png"
+    simulate(capsys, "--requests", "3", "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bad_trace_is_rejected_before_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt_token_ids": [1, 2], "response_token_ids": [3]}\n{"prompt_token_ids": [1, -2147483648], "response_token_ids": [3]}\n')
+    assert main(["simulate", "--trace", str(path)]) == 2
+    assert "prompt_token_ids[1] = -2147483648 is reserved" in capsys.readouterr().err
+
+
+@pytest.mark.upstream
+@pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
+def test_impl_both_reports_identical_drafts_and_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    summary = simulate(capsys, "--requests", "6", "--impl", "both", "--repeat", "2")
+    assert summary["drafts_identical"] is True
+    assert isinstance(summary["spec_ratio"], float) and isinstance(summary["update_ratio"], float)
+
+
+def test_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 0
+    report = capsys.readouterr().out
+    assert "FAIL" not in report.split("batteries passed")[0] and "suffix tree vs naive oracle" in report
