@@ -92,7 +92,9 @@ def test_ratios_against_upstream(benchmark: Any, trace: list[TraceRequest]) -> N
         "bytes_per_live_token_global_estimate": memory_cache._global_tree.estimate_memory() / max(live, 1),
     }
     benchmark.extra_info.update(figures)
-    print("\n" + "\n".join(f"{k:>38}: {v:.3f}" if isinstance(v, float) else f"{k:>38}: {v}" for k, v in figures.items()))
+    print(
+        "\n" + "\n".join(f"{k:>38}: {v:.3f}" if isinstance(v, float) else f"{k:>38}: {v}" for k, v in figures.items())
+    )
     assert figures["speculate_ratio_median"] <= SPECULATE_TARGET
     assert figures["extend_ratio_median"] <= EXTEND_TARGET
     assert worst_nodes_per_token <= 2.0

@@ -31,7 +31,9 @@ def test_max_spec_tokens_and_offset_take_effect(capsys: pytest.CaptureFixture[st
     """Bugs 1 and 2: --max-spec-tokens and --max-spec-offset reach speculate."""
     wide = simulate(capsys, "--requests", "5", "--max-spec-tokens", "32")
     narrow = simulate(capsys, "--requests", "5", "--max-spec-tokens", "4")
-    offset = simulate(capsys, "--requests", "5", "--max-spec-tokens", "32", "--max-spec-factor", "0", "--max-spec-offset", "2")
+    offset = simulate(
+        capsys, "--requests", "5", "--max-spec-tokens", "32", "--max-spec-factor", "0", "--max-spec-offset", "2"
+    )
     assert isinstance(narrow["drafted_per_step"], float) and narrow["drafted_per_step"] <= 4
     assert isinstance(wide["drafted_per_step"], float) and wide["drafted_per_step"] > 8
     assert isinstance(offset["drafted_per_step"], float) and 0 < offset["drafted_per_step"] <= 2
@@ -73,7 +75,9 @@ def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_trace_is_rejected_before_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"prompt_token_ids": [1, 2], "response_token_ids": [3]}\n{"prompt_token_ids": [1, -2147483648], "response_token_ids": [3]}\n')
+    path.write_text(
+        '{"prompt_token_ids": [1, 2], "response_token_ids": [3]}\n{"prompt_token_ids": [1, -2147483648], "response_token_ids": [3]}\n'
+    )
     assert main(["simulate", "--trace", str(path)]) == 2
     assert "prompt_token_ids[1] = -2147483648 is reserved" in capsys.readouterr().err
 

@@ -61,6 +61,7 @@ class SuffixTree:
         depth_limit = self._max_depth
         root = self._root
         walkers = self._open[sid]
+        step = self._step
         for token in new_tokens:
             seq.append(token)
             root.count += 1
@@ -68,8 +69,37 @@ class SuffixTree:
                 continue
             end = len(seq)
             # walkers[k] is where seq[j:end-1] ends, longest first; step each by `token`.
-            walkers = [self._step(node, token, seq, end) for node in walkers]
-            walkers.append(self._step(root, token, seq, end))
+            stepped = []
+            for node in walkers:
+                # The two most common steps, inlined (the rest, and the reasons, are in _step).
+                if not node.order:
+                    if node.count == 1:  # our own leaf grows (node is never the root here)
+                        node.ref = seq
+                        node.end = end
+                        node.length += 1
+                        node.depth += 1
+                        stepped.append(node)
+                        continue
+                elif len(node.order) == 1:
+                    child = node.order[0]
+                    if (
+                        child.length > 1
+                        and node.count == child.count + 1
+                        and child.ref[child.end - child.length] == token
+                    ):
+                        # Move the boundary down one token.
+                        child.length -= 1
+                        node.ref = child.ref
+                        node.end = child.end - child.length
+                        node.length += 1
+                        node.depth += 1
+                        del node.children[token]
+                        node.children[child.ref[node.end]] = child
+                        stepped.append(node)
+                        continue
+                stepped.append(step(node, token, seq, end))
+            stepped.append(step(root, token, seq, end))
+            walkers = stepped
             if 0 < depth_limit <= len(walkers):
                 del walkers[0]  # that suffix reached length D and is closed
         self._open[sid] = walkers
@@ -229,7 +259,14 @@ class SuffixTree:
         # Path mode: score every match first, build only the winner's draft.
         best_score = 0.0
         winner: tuple[Node, int, int] | None = None
+        depth_limit = self._max_depth
         for match_len in range(1, size):
+            # A path draft has at most min(budget, D - m) tokens of prob <= 1, so its float32 score
+            # is at most that; D - m only falls, so once it is below the best nothing later wins.
+            if depth_limit > 0 and depth_limit - match_len < best_score:
+                break
+            if limits[match_len] < best_score:
+                continue
             found = self._find(ctx, size - match_len)
             if found is None:
                 break
