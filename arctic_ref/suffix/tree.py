@@ -39,6 +39,9 @@ class SuffixTree:
     of live tokens. Every public method validates its input completely before changing anything.
     """
 
+    _promote = staticmethod(promote)
+    """Rule S2 (a seam for the test suite's mutants, which must be caught)."""
+
     def __init__(self, max_depth: int) -> None:
         self._max_depth = check_int32("max_depth", max_depth)
         self._root = Node(0, None, [], 0, 0, 0)
@@ -154,7 +157,7 @@ class SuffixTree:
             self._num_nodes += 1
             child = head
         child.count = old + 1
-        promote(order, i, old)
+        self._promote(order, i, old)
         return child
 
     def _absorb_parent(self, child: Node) -> None:
