@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 ruff check arctic_ref tests benchmarks
 mypy --strict arctic_ref
-HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" python -m pytest "$@"
+HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" python -m pytest -m "not slow" "$@"

@@ -1,0 +1,256 @@
+"""``rejection_sample``: speculative-decoding verification with vLLM 0.9.x semantics, vectorised.
+
+Terms (spec verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen et al. 2023):
+
+- *accepted*: draft d of flat row r is kept iff q(d) > 0, p(d) > 0 and f32(p(d)/q(d)) ≥ u_r, with
+  q = δ_d when ``draft_probs`` is None (then acceptance has probability p(d));
+- *recovered*: at the first rejection the row emits argmax over {x : w_x > 0} of w_x / E_i[x], with
+  the residual w = p with w[d] = 0 (one-hot drafts) or (p − q)⁺ (drafts with probabilities), or p if
+  w is all zero — an exponential race, so x wins with probability w_x / Σw;
+- *bonus*: when all nᵢ drafts are accepted the row ends with bᵢ, sampled outside;
+- greedy rows (τ < 1e-5) emit the argmax g_r and stop at the first g_r ≠ d_r.
+
+Rows are left-packed in ``[B, max_spec_len + 1]`` int32, padded with ``PLACEHOLDER_TOKEN_ID``.
+"""
+
+from collections.abc import Sequence
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from arctic_ref.spec.metadata import SamplingMetadata
+from arctic_ref.spec.noise import RejectionNoise, draw_noise
+from arctic_ref.spec.profile import INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
+from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
+
+_INT_DTYPES = (torch.int32, torch.int64)
+_LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def validate_inputs(
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+    profile: SamplerProfile,
+) -> None:
+    """Every rule of spec §1.2 that can be checked before sampling; one device-to-host sync."""
+    if not isinstance(num_draft_tokens, (list, tuple)) or not num_draft_tokens:
+        raise ValueError(f"num_draft_tokens must be a non-empty list of ints, got {num_draft_tokens!r}")
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in num_draft_tokens):
+        raise ValueError(f"num_draft_tokens must hold ints >= 0, got {list(num_draft_tokens)}")
+    if isinstance(max_spec_len, bool) or not isinstance(max_spec_len, int):
+        raise ValueError(f"max_spec_len must be an int, got {max_spec_len!r}")
+    if max_spec_len > profile.max_spec_len_limit:
+        raise SpecLengthError(f"max_spec_len({max_spec_len}) > the limit {profile.max_spec_len_limit}")
+    if max(num_draft_tokens) > max_spec_len:
+        raise ValueError(f"max(num_draft_tokens)({max(num_draft_tokens)}) > max_spec_len({max_spec_len})")
+    num_reqs, total = len(num_draft_tokens), sum(num_draft_tokens)
+    if draft_token_ids.dtype not in _INT_DTYPES or tuple(draft_token_ids.shape) != (total,):
+        raise ValueError(
+            f"draft_token_ids must be int32/int64 [{total}], got {draft_token_ids.dtype} {tuple(draft_token_ids.shape)}"
+        )
+    if target_logits.dtype not in _LOGIT_DTYPES or target_logits.ndim != 2 or target_logits.shape[0] != total:
+        raise ValueError(
+            f"target_logits must be float32/bf16/fp16 [{total}, V], got {target_logits.dtype} {tuple(target_logits.shape)}"
+        )
+    vocab = target_logits.shape[1]
+    if draft_probs is not None and (draft_probs.dtype != torch.float32 or tuple(draft_probs.shape) != (total, vocab)):
+        raise ValueError(
+            f"draft_probs must be float32 [{total}, {vocab}], got {draft_probs.dtype} {tuple(draft_probs.shape)}"
+        )
+    if cu_num_draft_tokens.dtype not in _INT_DTYPES or tuple(cu_num_draft_tokens.shape) != (num_reqs,):
+        raise ValueError(
+            f"cu_num_draft_tokens must be int [{num_reqs}], got {cu_num_draft_tokens.dtype} {tuple(cu_num_draft_tokens.shape)}"
+        )
+    if bonus_token_ids.dtype not in _INT_DTYPES or tuple(bonus_token_ids.shape) != (num_reqs, 1):
+        raise ValueError(
+            f"bonus_token_ids must be int [{num_reqs}, 1], got {bonus_token_ids.dtype} {tuple(bonus_token_ids.shape)}"
+        )
+    device = target_logits.device
+    meta = sampling_metadata
+    expected_cu = torch.tensor(num_draft_tokens, device=device).cumsum(0)
+    checks = {
+        "cu_num_draft_tokens != cumsum(num_draft_tokens)": (cu_num_draft_tokens.to(device).long() != expected_cu).any(),
+        f"draft token ids outside [0, {vocab})": ((draft_token_ids < 0) | (draft_token_ids >= vocab)).any(),
+    }
+    if meta.temperature is None:
+        if not meta.all_greedy or meta.all_random:
+            raise ValueError(
+                f"temperature None means all greedy, but all_greedy={meta.all_greedy} all_random={meta.all_random}"
+            )
+    else:
+        if tuple(meta.temperature.shape) != (num_reqs,):
+            raise ValueError(f"temperature must be [{num_reqs}], got {tuple(meta.temperature.shape)}")
+        greedy = meta.is_greedy(num_reqs, device)
+        random = ~greedy
+        checks["all_greedy flag disagrees with the temperatures"] = greedy.all() != meta.all_greedy
+        checks["all_random flag disagrees with the temperatures"] = random.all() != meta.all_random
+        checks["a random request has a non-finite temperature"] = (random & ~torch.isfinite(meta.temperature)).any()
+        if meta.top_k is not None:
+            if tuple(meta.top_k.shape) != (num_reqs,):
+                raise ValueError(f"top_k must be [{num_reqs}], got {tuple(meta.top_k.shape)}")
+            checks[f"top_k of a random request outside [1, {vocab}]"] = (
+                random & ((meta.top_k < 1) | (meta.top_k > vocab))
+            ).any()
+        if meta.top_p is not None:
+            if tuple(meta.top_p.shape) != (num_reqs,):
+                raise ValueError(f"top_p must be [{num_reqs}], got {tuple(meta.top_p.shape)}")
+            checks["top_p of a random request outside (0, 1]"] = (random & ((meta.top_p <= 0) | (meta.top_p > 1))).any()
+    failed = [name for name, bad in zip(checks, torch.stack(list(checks.values())).tolist(), strict=True) if bad]
+    if failed:
+        raise ValueError("; ".join(failed))
+    bad_generators = [i for i in meta.generators if not 0 <= i < num_reqs]
+    if bad_generators:
+        raise ValueError(f"generators for requests {bad_generators} outside [0, {num_reqs})")
+
+
+def rejection_sample(
+    draft_token_ids: Int[Tensor, "num_tokens"],
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Int[Tensor, "num_reqs"],
+    draft_probs: Float[Tensor, "num_tokens vocab"] | None,
+    target_logits: Float[Tensor, "num_tokens vocab"],
+    bonus_token_ids: Int[Tensor, "num_reqs 1"],
+    sampling_metadata: SamplingMetadata,
+    *,
+    profile: SamplerProfile = INTENDED,
+) -> Int[Tensor, "num_reqs out_cols"]:
+    """``draw_noise`` (spec §2.1 order) then ``rejection_sample_with_noise``."""
+    validate_inputs(
+        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+        bonus_token_ids, sampling_metadata, profile,
+    )  # fmt: skip
+    noise = draw_noise(
+        num_draft_tokens, target_logits.shape[1], sampling_metadata, profile=profile, device=target_logits.device
+    )
+    return _sample(
+        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+        bonus_token_ids, sampling_metadata, noise, profile,
+    )  # fmt: skip
+
+
+def rejection_sample_with_noise(
+    draft_token_ids: Int[Tensor, "num_tokens"],
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Int[Tensor, "num_reqs"],
+    draft_probs: Float[Tensor, "num_tokens vocab"] | None,
+    target_logits: Float[Tensor, "num_tokens vocab"],
+    bonus_token_ids: Int[Tensor, "num_reqs 1"],
+    sampling_metadata: SamplingMetadata,
+    noise: RejectionNoise | None,
+    *,
+    profile: SamplerProfile = INTENDED,
+) -> Int[Tensor, "num_reqs out_cols"]:
+    """The same with injected u and E; no generator is read or advanced."""
+    validate_inputs(
+        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+        bonus_token_ids, sampling_metadata, profile,
+    )  # fmt: skip
+    return _sample(
+        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+        bonus_token_ids, sampling_metadata, noise, profile,
+    )  # fmt: skip
+
+
+def check_noise(noise: RejectionNoise | None, all_greedy: bool, num_tokens: int, num_reqs: int, vocab: int) -> None:
+    if noise is None:
+        if not all_greedy:
+            raise ValueError("noise is None but some request is random")
+        return
+    if noise.uniforms.shape[0] != num_tokens or tuple(noise.exponentials.shape) != (num_reqs, vocab):
+        raise ValueError(
+            f"noise shapes {tuple(noise.uniforms.shape)}, {tuple(noise.exponentials.shape)} "
+            f"do not fit T={num_tokens}, B={num_reqs}, V={vocab}"
+        )
+
+
+def recover(
+    probs: Float[Tensor, "rows vocab"],
+    drafts: Int[Tensor, "rows"],
+    draft_probs: Float[Tensor, "rows vocab"] | None,
+    exponentials: Float[Tensor, "rows vocab"],
+) -> Int[Tensor, "rows"]:
+    """The exponential race over the residual of each row (its request's E row given per row)."""
+    if draft_probs is None:
+        residual = probs.scatter(1, drafts.unsqueeze(1).long(), 0.0)
+    else:
+        residual = (probs - draft_probs).clamp(min=0.0)
+    degenerate = ~(residual > 0).any(dim=1, keepdim=True)
+    residual = torch.where(degenerate, probs, residual)
+    score = torch.where(residual > 0, residual / exponentials, -1.0)
+    return score.argmax(dim=1)
+
+
+def _sample(
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+    noise: RejectionNoise | None,
+    profile: SamplerProfile,
+) -> Tensor:
+    device = target_logits.device
+    num_reqs, num_tokens, vocab = len(num_draft_tokens), target_logits.shape[0], target_logits.shape[1]
+    all_greedy = sampling_metadata.all_greedy
+    check_noise(noise, all_greedy, num_tokens, num_reqs, vocab)
+    counts = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
+    starts = counts.cumsum(0) - counts
+    rows = request_of_rows(cu_num_draft_tokens, num_tokens)
+    position = torch.arange(num_tokens, device=device) - starts[rows]
+    drafts = draft_token_ids.to(torch.int64)
+    greedy_row = sampling_metadata.is_greedy(num_reqs, device)[rows]
+    probs = (
+        None
+        if all_greedy
+        else compute_target_probs(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
+    )
+    accepted = torch.zeros(num_tokens, dtype=torch.bool, device=device)
+    final = torch.zeros(num_tokens, dtype=torch.int64, device=device)
+    invalid = torch.zeros((), dtype=torch.bool, device=device)
+    if not sampling_metadata.all_random:
+        best, best_value = greedy_tokens(target_logits, probs, profile=profile)
+        accepted = torch.where(greedy_row, best == drafts, accepted)
+        final = torch.where(greedy_row, best, final)
+        invalid = invalid | (greedy_row & torch.isnan(best_value)).any()
+    if probs is not None and noise is not None:
+        target = probs.gather(1, drafts.unsqueeze(1)).squeeze(1)
+        proposal = (
+            torch.ones_like(target) if draft_probs is None else draft_probs.gather(1, drafts.unsqueeze(1)).squeeze(1)
+        )
+        ratio = (target / proposal).to(noise.uniforms.dtype)
+        keep = (proposal > 0) & (target > 0) & (ratio >= noise.uniforms)
+        recovered = recover(probs, drafts, draft_probs, noise.exponentials[rows])
+        accepted = torch.where(greedy_row, accepted, keep)
+        final = torch.where(greedy_row, final, recovered)
+        invalid = invalid | (~greedy_row & torch.isnan(target)).any()
+    if bool(invalid):
+        raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")
+    # grid[i, j]: draft j of request i accepted (padding counts as accepted); first rejection by cumprod.
+    grid = torch.ones(num_reqs, max(max_spec_len, 1), dtype=torch.bool, device=device)
+    grid[rows, position] = accepted
+    num_accepted = torch.minimum(grid.to(torch.int64).cumprod(dim=1).sum(dim=1), counts)
+    columns = torch.arange(max_spec_len + 1, device=device)
+    draft_grid = torch.full((num_reqs, max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int64, device=device)
+    draft_grid[rows, position] = drafts
+    out = torch.where(columns < num_accepted.unsqueeze(1), draft_grid, PLACEHOLDER_TOKEN_ID)
+    at_rejection = final[(starts + num_accepted).clamp(max=max(num_tokens - 1, 0))] if num_tokens else counts
+    last = torch.where(num_accepted == counts, bonus_token_ids[:, 0].to(torch.int64), at_rejection)
+    out[torch.arange(num_reqs, device=device), num_accepted] = last
+    return out.to(torch.int32)
+
+
+def parse_output(output_token_ids: Int[Tensor, "num_reqs cols"], vocab_size: int) -> list[list[int]]:
+    """Per row, the entries ≠ −1 and < ``vocab_size`` in column order (vLLM 0.9.x)."""
+    return [[t for t in row if t != PLACEHOLDER_TOKEN_ID and t < vocab_size] for row in output_token_ids.tolist()]

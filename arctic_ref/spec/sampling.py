@@ -1,0 +1,82 @@
+"""The target distribution of each draft row: temperature → top-k → top-p → softmax (spec
+verification.md §1.4, vLLM's ``topk_topp_sampler`` rules), and greedy argmax."""
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from arctic_ref.spec.metadata import SamplingMetadata
+from arctic_ref.spec.profile import INTENDED, SamplerProfile
+
+
+def request_of_rows(cu_num_draft_tokens: Int[Tensor, "num_reqs"], num_tokens: int) -> Int[Tensor, "num_tokens"]:
+    """The request index of every flat draft row (rows r with c_{i−1} ≤ r < cᵢ belong to i)."""
+    rows = torch.arange(num_tokens, device=cu_num_draft_tokens.device)
+    return torch.searchsorted(cu_num_draft_tokens.to(torch.int64), rows, right=True)
+
+
+def apply_temperature(x: Tensor, temperature: Float[Tensor, "num_tokens"]) -> Tensor:
+    """x / τ, the quotient rounded to x's dtype (vLLM divides in place)."""
+    return (x.to(torch.float32) / temperature.unsqueeze(-1)).to(x.dtype)
+
+
+def apply_top_k(x: Tensor, top_k: Int[Tensor, "num_tokens"]) -> Tensor:
+    """Keep values ≥ the kᵢ-th largest of each row (ties at the threshold survive); k = V is a no-op."""
+    vocab = x.shape[-1]
+    no_op = top_k >= vocab
+    k = top_k.masked_fill(no_op, 1).to(torch.int64)
+    largest = int(k.max().item()) if k.numel() else 1
+    threshold = x.topk(largest, dim=-1).values.gather(1, (k - 1).unsqueeze(1))
+    threshold = threshold.masked_fill(no_op.unsqueeze(1), float("-inf"))
+    return x.masked_fill(x < threshold, float("-inf"))
+
+
+def apply_top_k_top_p(x: Tensor, top_k: Int[Tensor, "num_tokens"] | None, top_p: Float[Tensor, "num_tokens"]) -> Tensor:
+    """Top-p on the ascending sort (top-k first, at sorted index V − k): mask sorted positions whose
+    cumulative probability is ≤ 1 − p, never the last (largest) one; scatter back."""
+    vocab = x.shape[-1]
+    ordered, index = x.sort(dim=-1, descending=False)
+    if top_k is not None:
+        threshold = ordered.gather(1, (vocab - top_k.to(torch.int64)).clamp(0, vocab - 1).unsqueeze(1))
+        ordered = ordered.masked_fill(ordered < threshold, float("-inf"))
+    cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
+    mask = cumulative <= (1 - top_p.to(torch.float32)).unsqueeze(1)
+    mask[:, -1] = False
+    ordered = ordered.masked_fill(mask, float("-inf"))
+    return ordered.scatter(-1, index, ordered)
+
+
+def compute_target_probs(
+    target_logits: Float[Tensor, "num_tokens vocab"],
+    cu_num_draft_tokens: Int[Tensor, "num_reqs"],
+    sampling_metadata: SamplingMetadata,
+    *,
+    profile: SamplerProfile = INTENDED,
+) -> Float[Tensor, "num_tokens vocab"]:
+    """p for every row (greedy rows with τ = 1), float32. Never mutates ``target_logits``."""
+    num_tokens = target_logits.shape[0]
+    rows = request_of_rows(cu_num_draft_tokens, num_tokens)
+    dtype = profile.target_dtype or target_logits.dtype
+    x = target_logits.to(dtype)
+    if sampling_metadata.temperature is not None:
+        greedy = sampling_metadata.is_greedy(cu_num_draft_tokens.shape[0], target_logits.device)
+        tau = torch.where(greedy, 1.0, sampling_metadata.temperature.to(torch.float32))[rows]
+        x = apply_temperature(x, tau)
+    top_k = sampling_metadata.top_k[rows] if sampling_metadata.top_k is not None else None
+    if sampling_metadata.top_p is not None:
+        x = apply_top_k_top_p(x, top_k, sampling_metadata.top_p[rows])
+    elif top_k is not None:
+        x = apply_top_k(x, top_k)
+    return x.softmax(dim=-1, dtype=torch.float32)
+
+
+def greedy_tokens(
+    target_logits: Float[Tensor, "num_tokens vocab"],
+    target_probs: Float[Tensor, "num_tokens vocab"] | None,
+    *,
+    profile: SamplerProfile = INTENDED,
+) -> tuple[Int[Tensor, "num_tokens"], Tensor]:
+    """First index of the maximum of each row, and the maximum itself (for the NaN check)."""
+    source = target_logits if profile.greedy_argmax_on == "logits" or target_probs is None else target_probs
+    best = source.argmax(dim=-1)
+    return best, source.gather(1, best.unsqueeze(1)).squeeze(1)

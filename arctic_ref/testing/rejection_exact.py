@@ -1,0 +1,441 @@
+"""Exact checks E1–E18 and E20 of spec verification.md §5.1, run against any candidate sampler.
+
+Every random-row comparison uses known randomness: injected noise (route A) when the candidate has
+an injector, otherwise per-request seeded generators whose draws are predicted on clones (route B).
+"""
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from arctic_ref.spec.metadata import SamplingMetadata
+from arctic_ref.spec.noise import RejectionNoise, draw_noise
+from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
+from arctic_ref.spec.rejection import parse_output, rejection_sample_with_noise
+from arctic_ref.spec.sampling import compute_target_probs
+from arctic_ref.testing.generation import GREEDY_DRAFTERS, greedy_generation_matches
+from arctic_ref.testing.rejection_corpus import (
+    RejectionCase,
+    clone_generators,
+    make_metadata,
+    random_case,
+    random_noise,
+)
+from arctic_ref.testing.rejection_report import CheckResult, NoiseInjector, RejectionSampleFn, Status
+
+
+@dataclass(slots=True, kw_only=True)
+class Candidate:
+    """A sampler under test with how to call it."""
+
+    fn: RejectionSampleFn
+    takes: Literal["logits", "probs"]
+    profile: SamplerProfile
+    injector: NoiseInjector | None
+    greedy_temperature: float
+
+    def call(self, case: RejectionCase, noise: RejectionNoise | None = None) -> tuple[Tensor, tuple[object, ...]]:
+        """Output and the (possibly mutated) arguments it was given."""
+        args = list(case.args())
+        if self.takes == "probs" and not case.sampling_metadata.all_greedy:
+            args[5] = compute_target_probs(
+                case.target_logits, case.cu_num_draft_tokens, case.sampling_metadata, profile=self.profile
+            )
+        if noise is not None and self.injector is not None:
+            with self.injector(noise):
+                out = self.fn(*args)  # type: ignore[arg-type]
+        else:
+            out = self.fn(*args)  # type: ignore[arg-type]
+        return out, tuple(args)
+
+    def case(self, rng: random.Random) -> RejectionCase:
+        return random_case(rng, greedy_temperature=self.greedy_temperature, seeded=self.injector is None)
+
+    def compare(self, case: RejectionCase, rng: random.Random) -> tuple[Tensor, Tensor, tuple[object, ...], str]:
+        """(actual, expected, arguments after the call, RNG-ORDER problem or "")."""
+        if self.injector is not None:
+            noise = random_noise(case, self.profile, rng)
+            actual, args = self.call(case, noise)
+            return actual, expected_output(case, noise, self.profile), args, ""
+        predicted_meta = clone_generators(case.sampling_metadata)
+        noise = draw_noise(case.num_draft_tokens, case.vocab, predicted_meta, profile=self.profile)
+        actual, args = self.call(case)
+        meta_after = args[7]
+        assert isinstance(meta_after, SamplingMetadata)
+        problem = ""
+        for i, g in predicted_meta.generators.items():
+            if not torch.equal(g.get_state(), meta_after.generators[i].get_state()):
+                problem = f"request {i}'s generator advanced differently from spec §2.1"
+        return actual, expected_output(case, noise, self.profile), args, problem
+
+
+def expected_output(case: RejectionCase, noise: RejectionNoise | None, profile: SamplerProfile) -> Tensor:
+    return rejection_sample_with_noise(*case.args(), noise, profile=profile)
+
+
+def layout_problem(case: RejectionCase, out: Tensor) -> tuple[str, str]:
+    """(check id, problem) for E1, E2, E3, E4, E7 on one output; ("", "") when fine."""
+    num_reqs = len(case.num_draft_tokens)
+    if tuple(out.shape) != (num_reqs, case.max_spec_len + 1) or out.dtype != torch.int32:
+        return "E1", f"output {out.dtype} {tuple(out.shape)}, expected int32 {(num_reqs, case.max_spec_len + 1)}"
+    drafts = case.draft_token_ids.tolist()
+    greedy = case.greedy
+    probs = None
+    if not case.sampling_metadata.all_greedy:
+        probs = compute_target_probs(case.target_logits, case.cu_num_draft_tokens, case.sampling_metadata)
+    start = 0
+    for i, (row, n) in enumerate(zip(out.tolist(), case.num_draft_tokens, strict=True)):
+        length = next((k for k, t in enumerate(row) if t == PLACEHOLDER_TOKEN_ID), len(row))
+        if any(t != PLACEHOLDER_TOKEN_ID for t in row[length:]) or not 1 <= length <= n + 1:
+            return "E2", f"row {i} with {n} drafts: {row}"
+        mine = drafts[start : start + n]
+        if row[: length - 1] != mine[: length - 1]:
+            return "E3", f"row {i} prefix {row[: length - 1]} is not the drafts {mine}"
+        last = row[length - 1]
+        if length == n + 1 and last != int(case.bonus_token_ids[i, 0]):
+            return "E4", f"row {i} accepted all {n} drafts but ends with {last}, not the bonus"
+        if length <= n:
+            if not 0 <= last < case.vocab:
+                return "E7", f"row {i} recovered id {last} outside [0, {case.vocab})"
+            if last == mine[length - 1] and (greedy[i] or case.draft_probs is None):
+                return "E3", f"row {i} ends with its rejected draft {last}"
+            if probs is not None and not greedy[i] and float(probs[start + length - 1, last]) <= 0:
+                return "E7", f"row {i} recovered {last}, which has zero target probability"
+        start += n
+    return "", ""
+
+
+def _mutated(case: RejectionCase, args: tuple[object, ...], takes: str) -> str:
+    originals = case.args()
+    for index, (before, after) in enumerate(zip(originals, args, strict=True)):
+        if index == 5 and takes == "probs":
+            continue
+        if isinstance(before, Tensor) and isinstance(after, Tensor) and not torch.equal(before, after):
+            return f"argument {index} was modified"
+    return ""
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.failures: dict[str, tuple[int, str]] = {}
+        self.skips: dict[str, str] = {}
+        self.runs: dict[str, int] = {}
+
+    def record(self, check: str, problem: str, counterexample: Callable[[], str] = lambda: "") -> None:
+        self.runs[check] = self.runs.get(check, 0) + 1
+        if problem:
+            count, first = self.failures.get(check, (0, ""))
+            self.failures[check] = (count + 1, first or f"{problem} [{counterexample()}]")
+
+    def skip(self, check: str, reason: str) -> None:
+        self.skips[check] = reason
+
+    def results(self, ids: list[str]) -> list[CheckResult]:
+        out = []
+        for check in ids:
+            if check in self.failures:
+                count, first = self.failures[check]
+                out.append(CheckResult(id=check, kind="exact", status=Status.FAIL, statistic=float(count),
+                                       detail=f"{count} of {self.runs[check]} failed", counterexample=first))  # fmt: skip
+            elif check in self.skips:
+                out.append(CheckResult(id=check, kind="exact", status=Status.SKIP, detail=self.skips[check]))
+            else:
+                out.append(
+                    CheckResult(id=check, kind="exact", status=Status.PASS, detail=f"{self.runs.get(check, 0)} cases")
+                )
+        return out
+
+
+def _describe(case: RejectionCase) -> str:
+    return (f"n={case.num_draft_tokens} V={case.vocab} greedy={case.greedy} top_k={case.sampling_metadata.top_k} "
+            f"top_p={case.sampling_metadata.top_p} draft_probs={'yes' if case.draft_probs is not None else 'no'}")  # fmt: skip
+
+
+def _describer(case: RejectionCase) -> Callable[[], str]:
+    return lambda: _describe(case)
+
+
+def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckResult]:
+    rng = random.Random(seed)
+    tally = _Tally()
+    cases = 2000 if level == "full" else 400
+    for _ in range(cases):
+        case = candidate.case(rng)
+        try:
+            actual, expected, args, rng_problem = candidate.compare(case, rng)
+        except Exception as error:  # a crash on valid input fails every corpus check it blocks
+            tally.record("E1", f"raised {type(error).__name__}: {error}", _describer(case))
+            continue
+        check, problem = layout_problem(case, actual)
+        for layout_id in ("E1", "E2", "E3", "E4", "E7"):
+            tally.record(layout_id, problem if check == layout_id else "", _describer(case))
+        same = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual.cpu().to(torch.int32), expected)
+        tally.record("E8", "" if same else f"got {actual.tolist()} expected {expected.tolist()}", _describer(case))
+        tally.record("E14", _mutated(case, args, candidate.takes))
+        tally.record("RNG-ORDER", rng_problem)
+    if candidate.injector is not None:
+        tally.skip("RNG-ORDER", "noise is injected (route A)")
+    scenarios = {"E5": _e5_greedy, "E6": _e6_zero_probability, "E9": _e9_one_hot, "E10": _e10_permutation,
+                 "E11": _e11_generators, "E12": _e12_identity, "E13": _e13_seeded_isolation, "E15": _e15_errors,
+                 "E16": _e16_greedy_threshold, "E17": _e17_masks, "E18": _e18_parse, "E20": _e20_generation}  # fmt: skip
+    for check_id, scenario in scenarios.items():
+        try:
+            scenario(candidate, tally, rng, cases // 10)
+        except Exception as error:  # the candidate crashed on valid input: that check fails
+            tally.record(check_id, f"raised {type(error).__name__}: {error}")
+    return tally.results(["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9", "E10", "E11", "E12", "E13", "E14",
+                          "E15", "E16", "E17", "E18", "E20", "RNG-ORDER"])  # fmt: skip
+
+
+def _greedy_rows(case: RejectionCase, out: Tensor) -> list[list[int]]:
+    return [row for row, g in zip(out.tolist(), case.greedy, strict=True) if g]
+
+
+def _e5_greedy(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """Greedy rows follow §1.5 and do not depend on noise, draft probs or top-k/top-p."""
+    for _ in range(n):
+        case = c.case(rng)
+        if not any(case.greedy):
+            continue
+        first, _ = c.call(case, random_noise(case, c.profile, rng))
+        variant = replace(
+            case, draft_probs=None, sampling_metadata=replace(case.sampling_metadata, top_k=None, top_p=None)
+        )
+        if c.profile.greedy_argmax_on != "logits":
+            variant = case
+        second, _ = c.call(variant, random_noise(variant, c.profile, rng))
+        expected = expected_output(case, random_noise(case, c.profile, rng), c.profile)
+        ok = _greedy_rows(case, first) == _greedy_rows(case, second) == _greedy_rows(case, expected)
+        t.record("E5", "" if ok else f"greedy rows {_greedy_rows(case, first)} vs {_greedy_rows(case, expected)}")
+
+
+def _single(logits: list[float], draft: int, *, top_k: int | None = None, greedy_temperature: float = 0.0,
+            temperature: float | None = 1.0, draft_probs: list[float] | None = None) -> RejectionCase:  # fmt: skip
+    return RejectionCase(
+        draft_token_ids=torch.tensor([draft]),
+        num_draft_tokens=[1],
+        max_spec_len=1,
+        cu_num_draft_tokens=torch.tensor([1]),
+        draft_probs=None if draft_probs is None else torch.tensor([draft_probs], dtype=torch.float32),
+        target_logits=torch.tensor([logits], dtype=torch.float32),
+        bonus_token_ids=torch.tensor([[len(logits) - 1]]),
+        sampling_metadata=make_metadata(
+            [temperature], greedy_temperature=greedy_temperature, top_k=None if top_k is None else [top_k]
+        ),
+    )
+
+
+def _e6_zero_probability(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    if c.injector is None:
+        t.skip("E6", "needs injected u = 0 (route A)")
+        return
+    cut = _single([3.0, 2.0, 1.0, 0.0], 3, top_k=2)  # draft 3 is cut by top-k: p(d) = 0
+    zero = RejectionNoise(uniforms=torch.zeros(1, dtype=c.profile.uniform_dtype), exponentials=torch.ones(1, 4))
+    out, _ = c.call(cut, zero)
+    t.record("E6", "" if out[0, 0].item() != 3 else "a zero-probability draft was accepted at u = 0")
+    sure = _single([0.0, float("-inf"), float("-inf")], 0)  # p(d) = 1
+    almost_one = RejectionNoise(
+        uniforms=torch.tensor([1 - 2**-24], dtype=c.profile.uniform_dtype), exponentials=torch.ones(1, 3)
+    )
+    out, _ = c.call(sure, almost_one)
+    t.record("E6", "" if out[0].tolist()[:2] == [0, 2] else f"p(d) = 1 rejected: {out.tolist()}")
+
+
+def _e9_one_hot(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """draft_probs = one_hot(d) is bitwise draft_probs = None."""
+    for _ in range(n):
+        case = c.case(rng)
+        noise = random_noise(case, c.profile, rng)
+        one_hot = torch.nn.functional.one_hot(case.draft_token_ids, case.vocab).to(torch.float32)
+        a, _ = c.call(replace(case, draft_probs=None), noise)
+        b, _ = c.call(replace(case, draft_probs=one_hot), noise)
+        if c.injector is None:  # route B: both calls start from the same generator states (fresh clones)
+            pass
+        t.record("E9", "" if torch.equal(a, b) else f"{a.tolist()} vs {b.tolist()}")
+
+
+def _e10_permutation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    if c.injector is None:
+        t.skip("E10", "needs injected noise rows to permute (route A)")
+        return
+    for _ in range(n):
+        case = c.case(rng)
+        noise = random_noise(case, c.profile, rng)
+        out, _ = c.call(case, noise)
+        order = list(range(len(case.num_draft_tokens)))
+        rng.shuffle(order)
+        permuted, permuted_noise = _permute(case, noise, order)
+        out2, _ = c.call(permuted, permuted_noise)
+        t.record("E10", "" if torch.equal(out[order], out2) else f"order {order}: {out.tolist()} vs {out2.tolist()}")
+
+
+def _permute(
+    case: RejectionCase, noise: RejectionNoise | None, order: list[int]
+) -> tuple[RejectionCase, RejectionNoise | None]:
+    counts = case.num_draft_tokens
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    rows = [r for i in order for r in range(starts[i], starts[i] + counts[i])]
+    index = torch.tensor(rows, dtype=torch.int64)
+    meta = case.sampling_metadata
+    new_counts = [counts[i] for i in order]
+    pick = torch.tensor(order)
+    greedy = [case.greedy[i] for i in order]
+    permuted = RejectionCase(
+        draft_token_ids=case.draft_token_ids[index],
+        num_draft_tokens=new_counts,
+        max_spec_len=case.max_spec_len,
+        cu_num_draft_tokens=torch.tensor(new_counts, dtype=torch.int64).cumsum(0),
+        draft_probs=None if case.draft_probs is None else case.draft_probs[index],
+        target_logits=case.target_logits[index],
+        bonus_token_ids=case.bonus_token_ids[pick],
+        sampling_metadata=replace(
+            meta,
+            all_greedy=all(greedy),
+            all_random=not any(greedy),
+            temperature=None if meta.temperature is None else meta.temperature[pick],
+            top_k=None if meta.top_k is None else meta.top_k[pick],
+            top_p=None if meta.top_p is None else meta.top_p[pick],
+            generators={order.index(i): g for i, g in meta.generators.items() if i in order},
+        ),
+    )
+    if noise is None:
+        return permuted, None
+    return permuted, RejectionNoise(uniforms=noise.uniforms[index], exponentials=noise.exponentials[pick])
+
+
+def _e11_generators(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """Generators of greedy rows and of nᵢ = 0 rows never advance; an all-greedy batch draws nothing."""
+    for _ in range(n):
+        case = c.case(rng)
+        generators = {i: torch.Generator().manual_seed(rng.randrange(2**31)) for i in range(len(case.num_draft_tokens))}
+        case = replace(case, sampling_metadata=replace(case.sampling_metadata, generators=generators))
+        before = {i: g.get_state() for i, g in generators.items()}
+        global_before = torch.get_rng_state()
+        _, args = c.call(case)
+        meta = args[7]
+        assert isinstance(meta, SamplingMetadata)
+        for i, (greedy, count) in enumerate(zip(case.greedy, case.num_draft_tokens, strict=True)):
+            if (greedy or count == 0) and not torch.equal(meta.generators[i].get_state(), before[i]):
+                t.record("E11", f"request {i} (greedy={greedy}, n={count}) advanced its generator")
+                break
+        else:
+            t.record("E11", "")
+        if all(case.greedy) and not torch.equal(torch.get_rng_state(), global_before):
+            t.record("E11", "an all-greedy batch advanced the global generator")
+
+
+def _e12_identity(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """A seeded random row with nᵢ > 0 consumes exactly nᵢ uniforms then V exponentials."""
+    for _ in range(n):
+        case = random_case(rng, greedy_temperature=c.greedy_temperature, seeded=True)
+        _, args = c.call(case)
+        meta = args[7]
+        assert isinstance(meta, SamplingMetadata)
+        for i, g in case.sampling_metadata.generators.items():
+            clone = torch.Generator().manual_seed(0)
+            clone.set_state(g.get_state())
+            if case.num_draft_tokens[i] > 0:
+                torch.rand(case.num_draft_tokens[i], dtype=c.profile.uniform_dtype, generator=clone)
+                torch.empty(case.vocab, dtype=torch.float32).exponential_(generator=clone)
+            if not torch.equal(clone.get_state(), meta.generators[i].get_state()):
+                t.record("E12", f"request {i} (n={case.num_draft_tokens[i]}) consumed a different number of draws")
+                break
+        else:
+            t.record("E12", "")
+
+
+def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """A seeded row's output depends only on its own inputs and generator, not on its neighbours."""
+    for _ in range(n):
+        case = random_case(rng, greedy_temperature=c.greedy_temperature, seeded=True)
+        seeded = [i for i in case.sampling_metadata.generators if case.num_draft_tokens[i] > 0]
+        if not seeded:
+            continue
+        i = seeded[0]
+        alone = _permute(case, None, [i])[0]
+        together, _ = c.call(case)
+        solo, _ = c.call(alone)
+        width = case.max_spec_len + 1
+        t.record("E13", "" if together[i, :width].tolist() == solo[0, :width].tolist() else
+                 f"request {i}: {together[i].tolist()} in the batch, {solo[0].tolist()} alone")  # fmt: skip
+
+
+def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    base = random_case(random.Random(1), greedy_temperature=c.greedy_temperature)
+    while sum(base.num_draft_tokens) == 0 or all(base.greedy):
+        base = random_case(rng, greedy_temperature=c.greedy_temperature)
+    bad_cases: dict[str, RejectionCase] = {
+        "max_spec_len 33": replace(base, max_spec_len=33),
+        "draft id = V": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, base.vocab)),
+        "draft id = -1": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, -1)),
+        "cu != cumsum": replace(base, cu_num_draft_tokens=base.cu_num_draft_tokens + 1),
+        "max_spec_len < max(n)": replace(base, max_spec_len=max(base.num_draft_tokens) - 1),
+        "all_greedy flag wrong": replace(
+            base, sampling_metadata=replace(base.sampling_metadata, all_greedy=True, all_random=False)
+        ),
+    }
+    for label, bad in bad_cases.items():
+        try:
+            c.call(bad)
+        except SpecLengthError:
+            t.record("E15", "")
+        except ValueError:
+            t.record(
+                "E15", "" if label != "max_spec_len 33" else "max_spec_len 33 raised ValueError, not SpecLengthError"
+            )
+        except Exception as error:
+            t.record("E15", f"{label}: raised {type(error).__name__} instead of ValueError")
+        else:
+            t.record("E15", f"{label}: accepted")
+
+
+def _e16_greedy_threshold(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """τ ∈ {−1, 0, 1e-6, 9.9e-6} is greedy; τ = 1e-5 is random."""
+    logits = [0.0, 0.1, 0.2, 5.0]
+    for tau in (-1.0, 0.0, 1e-6, 9.9e-6):
+        case = _single(logits, 0, temperature=None, greedy_temperature=tau)
+        out, _ = c.call(case)
+        t.record("E16", "" if out[0, 0].item() == 3 else f"τ={tau}: {out.tolist()} is not greedy")
+    case = _single(logits, 3, temperature=1e-5)
+    noise = RejectionNoise(uniforms=torch.full((1,), 0.5, dtype=c.profile.uniform_dtype), exponentials=torch.ones(1, 4))
+    out, _ = c.call(case, noise if c.injector else None)
+    t.record("E16", "" if out[0, 0].item() == 3 else f"τ=1e-5: {out.tolist()}")
+
+
+def _e17_masks(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """Top-k keeps threshold ties; top-p keeps the maximum; order temperature → top-k → top-p."""
+    meta = make_metadata([1.0], top_k=[2])
+    p = compute_target_probs(torch.tensor([[1.0, 2.0, 2.0, 3.0]]), torch.tensor([1]), meta, profile=c.profile)
+    t.record("E17", "" if (p[0] > 0).tolist() == [False, True, True, True] else f"top-k ties: {p.tolist()}")
+    meta = make_metadata([1.0], top_p=[0.01])
+    p = compute_target_probs(torch.tensor([[0.0, 1.0, 2.0, 3.0]]), torch.tensor([1]), meta, profile=c.profile)
+    t.record("E17", "" if (p[0] > 0).tolist() == [False, False, False, True] else f"top-p max: {p.tolist()}")
+    meta = make_metadata([0.5], top_k=[3], top_p=[0.6])
+    p = compute_target_probs(torch.tensor([[0.0, 0.5, 1.0, 1.2]]), torch.tensor([1]), meta, profile=c.profile)
+    # τ = 0.5 gives [0, 1, 2, 2.4]; top-k 3 drops 0; the sorted cumulative probabilities of the rest
+    # are 0.129, 0.479, 1, so top-p 0.6 (mask ≤ 0.4) drops 1 and keeps 2 and 2.4.
+    t.record("E17", "" if (p[0] > 0).tolist() == [False, False, True, True] else f"order: {p.tolist()}")
+
+
+def _e18_parse(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    raw = torch.tensor([[3, 5, -1, -1], [7, 99, 2, -1]], dtype=torch.int32)
+    t.record("E18", "" if parse_output(raw, 10) == [[3, 5], [7, 2]] else f"{parse_output(raw, 10)}")
+    for _ in range(n):
+        case = c.case(rng)
+        out, _ = c.call(case, random_noise(case, c.profile, rng))
+        lists = parse_output(out, case.vocab)
+        lengths = [sum(1 for x in row if x != PLACEHOLDER_TOKEN_ID) for row in out.tolist()]
+        t.record("E18", "" if [len(x) for x in lists] == lengths else f"{lists} from {out.tolist()}")
+
+
+def _e20_generation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """Greedy generation with any drafter equals plain greedy decoding."""
+    for drafter in GREEDY_DRAFTERS:
+        problem = greedy_generation_matches(
+            c.fn, drafter, seed=rng.randrange(2**31), greedy_temperature=c.greedy_temperature
+        )
+        t.record("E20", problem)

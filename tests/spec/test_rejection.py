@@ -1,0 +1,107 @@
+"""Exact properties of rejection_sample on a Hypothesis corpus, hand-built examples, errors."""
+
+import random
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arctic_ref.spec import (
+    VLLM_0_9_2,
+    RejectionNoise,
+    SamplingMetadata,
+    SpecLengthError,
+    draw_noise,
+    parse_output,
+    rejection_sample,
+    rejection_sample_loop,
+    rejection_sample_with_noise,
+)
+from arctic_ref.testing.rejection_corpus import random_case, random_noise
+from arctic_ref.testing.rejection_exact import layout_problem
+
+
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["intended", "vllm"]))
+def test_e19_loop_equals_vectorised(seed: int, profile_name: str) -> None:
+    """E19: bitwise equality on injected noise, both profiles."""
+    from arctic_ref.spec import INTENDED
+
+    profile = INTENDED if profile_name == "intended" else VLLM_0_9_2
+    rng = random.Random(seed)
+    case = random_case(rng)
+    noise = random_noise(case, profile, rng)
+    fast = rejection_sample_with_noise(*case.args(), noise, profile=profile)
+    slow = rejection_sample_loop(*case.args(), noise, profile=profile)
+    assert torch.equal(fast, slow)
+    assert layout_problem(case, fast) == ("", "")
+
+
+@given(st.integers(0, 2**31 - 1))
+def test_e12_identity_of_draw_then_sample(seed: int) -> None:
+    rng = random.Random(seed)
+    case = random_case(rng, seeded=True)
+    torch.manual_seed(seed)
+    direct = rejection_sample(*case.args())
+    torch.manual_seed(seed)
+    args = case.args()
+    noise = draw_noise(args[1], case.vocab, args[7])
+    assert torch.equal(direct, rejection_sample_with_noise(*case.args(), noise))
+
+
+def one_row(logits: list[float], drafts: list[int], temperature: float = 1.0) -> tuple:
+    n = len(drafts)
+    return (
+        torch.tensor(drafts), [n], max(n, 1), torch.tensor([n]), None,
+        torch.tensor([logits] * n, dtype=torch.float32), torch.tensor([[7]]),
+        SamplingMetadata(temperature=torch.tensor([temperature]), all_greedy=temperature < 1e-5, all_random=temperature >= 1e-5),
+    )  # fmt: skip
+
+
+def test_greedy_writes_the_argmax_and_stops() -> None:
+    args = one_row([0.0, 3.0, 1.0], [1, 2, 1], temperature=0.0)
+    assert rejection_sample(*args).tolist() == [[1, 1, -1, -1]]
+    args = one_row([0.0, 3.0, 1.0], [1, 1], temperature=-1.0)
+    assert rejection_sample(*args).tolist() == [[1, 1, 7]]
+
+
+def test_zero_probability_draft_is_never_accepted_even_at_u_zero() -> None:
+    args = list(one_row([0.0, float("-inf"), 1.0], [1]))
+    noise = RejectionNoise(uniforms=torch.zeros(1, dtype=torch.float64), exponentials=torch.ones(1, 3))
+    out = rejection_sample_with_noise(*args, noise)
+    assert out[0, 0].item() != 1
+    assert rejection_sample_with_noise(*args, noise, profile=VLLM_0_9_2)[0, 0].item() != 1
+
+
+def test_errors_name_the_values() -> None:
+    args = list(one_row([0.0, 1.0], [1, 0]))
+    with pytest.raises(SpecLengthError, match="max_spec_len\\(33\\)"):
+        rejection_sample(args[0], args[1], 33, *args[3:])
+    bad = list(args)
+    bad[0] = torch.tensor([1, 2])
+    with pytest.raises(ValueError, match="outside \\[0, 2\\)"):
+        rejection_sample(*bad)
+    bad = list(args)
+    bad[7] = SamplingMetadata(temperature=torch.tensor([1.0]), all_greedy=True, all_random=False)
+    with pytest.raises(ValueError, match="all_greedy flag"):
+        rejection_sample(*bad)
+    bad = list(args)
+    bad[5] = torch.full((2, 2), float("nan"))
+    with pytest.raises(ValueError, match="NaN"):
+        rejection_sample(*bad)
+
+
+def test_inputs_are_not_mutated() -> None:
+    rng = random.Random(3)
+    case = random_case(rng, seeded=True)
+    args = case.args()
+    before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    rejection_sample(*args)
+    for a, b in zip(args, before, strict=True):
+        if isinstance(a, torch.Tensor):
+            assert torch.equal(a, b)
+
+
+def test_parse_output() -> None:
+    raw = torch.tensor([[3, 5, -1], [9, 12, 1]], dtype=torch.int32)
+    assert parse_output(raw, 10) == [[3, 5], [9, 1]]
