@@ -76,10 +76,5 @@ def rejection_sample_loop(
 
 
 def _race(weights: Tensor, exponentials: Tensor) -> int:
-    """First index of the largest w_x / E_x among x with w_x > 0."""
-    best, best_score = -1, None
-    scores = weights / exponentials
-    for x in torch.nonzero(weights > 0).flatten().tolist():
-        if best_score is None or scores[x] > best_score:
-            best, best_score = x, scores[x]
-    return best
+    """First index of the largest w_x / E_x among x with w_x > 0 (others score −1, below any)."""
+    return int(torch.where(weights > 0, weights / exponentials, -1.0).argmax())

@@ -5,6 +5,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from arctic_ref.spec.fused import fused_supported, softmax_rows
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
 
@@ -46,22 +47,34 @@ def apply_top_k_top_p(x: Tensor, top_k: Int[Tensor, "num_tokens"] | None, top_p:
     return ordered.scatter(-1, index, ordered)
 
 
+def row_temperatures(
+    meta: SamplingMetadata, rows: Int[Tensor, "num_tokens"], num_reqs: int
+) -> Float[Tensor, "num_tokens"]:
+    """τ of each flat row's request, float32; greedy rows (and all rows without temperatures) use 1."""
+    if meta.temperature is None:
+        return torch.ones(rows.shape[0], dtype=torch.float32, device=rows.device)
+    greedy = meta.is_greedy(num_reqs, rows.device)
+    return torch.where(greedy, 1.0, meta.temperature.to(torch.float32))[rows].contiguous()
+
+
 def compute_target_probs(
     target_logits: Float[Tensor, "num_tokens vocab"],
     cu_num_draft_tokens: Int[Tensor, "num_reqs"],
     sampling_metadata: SamplingMetadata,
     *,
     profile: SamplerProfile = INTENDED,
+    fused: bool = True,
 ) -> Float[Tensor, "num_tokens vocab"]:
-    """p for every row (greedy rows with τ = 1), float32. Never mutates ``target_logits``."""
+    """p for every row (greedy rows with τ = 1), float32. Never mutates ``target_logits``. On CUDA
+    (float32, no top-k/top-p, INTENDED) the softmax is the fused kernel's unless ``fused=False``."""
     num_tokens = target_logits.shape[0]
     rows = request_of_rows(cu_num_draft_tokens, num_tokens)
+    if fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name):
+        return softmax_rows(target_logits, row_temperatures(sampling_metadata, rows, cu_num_draft_tokens.shape[0]))
     dtype = profile.target_dtype or target_logits.dtype
     x = target_logits.to(dtype)
     if sampling_metadata.temperature is not None:
-        greedy = sampling_metadata.is_greedy(cu_num_draft_tokens.shape[0], target_logits.device)
-        tau = torch.where(greedy, 1.0, sampling_metadata.temperature.to(torch.float32))[rows]
-        x = apply_temperature(x, tau)
+        x = apply_temperature(x, row_temperatures(sampling_metadata, rows, cu_num_draft_tokens.shape[0]))
     top_k = sampling_metadata.top_k[rows] if sampling_metadata.top_k is not None else None
     if sampling_metadata.top_p is not None:
         x = apply_top_k_top_p(x, top_k, sampling_metadata.top_p[rows])

@@ -37,6 +37,8 @@ class Candidate:
     profile: SamplerProfile
     injector: NoiseInjector | None
     greedy_temperature: float
+    unsafe_inputs_skipped: bool = False
+    """Skip inputs that crash native code (out-of-range draft ids) instead of expecting an error."""
 
     def call(self, case: RejectionCase, noise: RejectionNoise | None = None) -> tuple[Tensor, tuple[object, ...]]:
         """Output and the (possibly mutated) arguments it was given."""
@@ -378,6 +380,9 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
             base, sampling_metadata=replace(base.sampling_metadata, all_greedy=True, all_random=False)
         ),
     }
+    if c.unsafe_inputs_skipped:
+        # Out-of-range ids make vLLM 0.9.2's kernels read out of bounds (vLLM #46533): never fed to it.
+        del bad_cases["draft id = V"], bad_cases["draft id = -1"]
     for label, bad in bad_cases.items():
         try:
             c.call(bad)
