@@ -1,0 +1,49 @@
+"""Where the time of one fused rejection_sample call goes on the GPU (diagnostic script, not a test).
+
+python benchmarks/breakdown_rejection_gpu.py
+"""
+
+import statistics
+
+import torch
+
+from arctic_ref.spec import SamplingMetadata, draw_noise, rejection_sample, rejection_sample_with_noise
+from arctic_ref.spec.fused import race, row_stats
+from arctic_ref.spec.profile import INTENDED
+from arctic_ref.spec.rejection import validate_inputs
+
+
+def timed(fn, runs=30):  # type: ignore[no-untyped-def]
+    for _ in range(3):
+        fn()
+    out = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        out.append(a.elapsed_time(b))
+    return statistics.median(out)
+
+
+reqs, vocab, drafts = 256, 128_256, 4
+total = reqs * drafts
+logits = torch.randn(total, vocab, device="cuda") * 4
+ids = logits.argmax(1)
+meta = SamplingMetadata(temperature=torch.ones(reqs, device="cuda"), all_greedy=False, all_random=True)
+cu = torch.arange(1, reqs + 1, device="cuda") * drafts
+bonus = torch.zeros(reqs, 1, dtype=torch.int64, device="cuda")
+args = (ids, [drafts] * reqs, drafts, cu, None, logits, bonus, meta)
+tau = torch.ones(total, device="cuda")
+m, s, pd = row_stats(logits, tau, ids)
+noise = draw_noise([drafts] * reqs, vocab, meta, device="cuda")
+rows = torch.arange(reqs, device="cuda") * drafts
+print(f"validate_inputs      {timed(lambda: validate_inputs(*args, INTENDED)):.3f} ms")
+print(f"draw_noise           {timed(lambda: draw_noise([drafts] * reqs, vocab, meta, device='cuda')):.3f} ms")
+print(f"row_stats kernel     {timed(lambda: row_stats(logits, tau, ids)):.3f} ms")
+print(f"race kernel          {timed(lambda: race(logits, tau, m, s, rows, ids, None, noise.exponentials)):.3f} ms")
+print(f"with_noise (fused)   {timed(lambda: rejection_sample_with_noise(*args, noise)):.3f} ms")
+print(f"rejection_sample     {timed(lambda: rejection_sample(*args)):.3f} ms")
+e = torch.empty(reqs * 4, vocab, device="cuda").exponential_()
+print("zeros in 131M CUDA exponentials:", int((e == 0).sum()), "min", float(e.min()))
