@@ -121,6 +121,119 @@ if TRITON_AVAILABLE:
             # best == -1 means every residual weight was zero: sample from p itself.
             tl.store(out_ptr + req, tl.where(best >= 0, best_index, fallback_index))
 
+    @triton.jit
+    def _verify_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bad_ptr,
+        vocab, stride, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
+    ):  # fmt: skip
+        """Program (i, j): draft j of request i — softmax statistics, raw argmax, acceptance."""
+        req = tl.program_id(0)
+        j = tl.program_id(1)
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        if j < end - begin:
+            row = begin + j
+            tau = 1.0
+            if HAS_TEMP:
+                tau = tl.load(temp_ptr + req)
+            greedy = tau < 1e-5
+            tau = tl.where(greedy, 1.0, tau)
+            base = logits_ptr + row * stride
+            m = -float("inf")
+            s = 0.0
+            raw_best = -float("inf")
+            raw_index = 0
+            for start in range(0, vocab, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                raw = tl.load(base + offs, mask=offs < vocab, other=-float("inf"))
+                block_best = tl.max(raw, axis=0)
+                block_index = tl.argmax(raw, axis=0) + start
+                take = block_best > raw_best
+                raw_index = tl.where(take, block_index, raw_index)
+                raw_best = tl.where(take, block_best, raw_best)
+                x = _div(raw, tau)
+                new_m = tl.maximum(m, tl.max(x, axis=0))
+                shift = tl.where(new_m == -float("inf"), 0.0, new_m)
+                s = s * _exp(m - shift) + tl.sum(_exp(x - shift), axis=0)
+                m = new_m
+            d = tl.load(draft_ptr + row)
+            pd = _div(_exp(_div(tl.load(base + d), tau) - m), s)
+            q = 1.0
+            if HAS_Q:
+                q = tl.load(q_ptr + row * vocab + d)
+            u = tl.load(u_ptr + row)
+            ratio = _div(pd, q)
+            accept = tl.where(greedy, raw_index == d, (q > 0) & (pd > 0) & (ratio.to(tl.float64) >= u))
+            bad = tl.where(greedy, raw_best != raw_best, pd != pd)
+            tl.store(m_ptr + row, m)
+            tl.store(s_ptr + row, s)
+            tl.store(accept_ptr + row, accept.to(tl.int8))
+            tl.store(argmax_ptr + row, raw_index)
+            tl.store(bad_ptr + row, bad.to(tl.int8))
+
+    @triton.jit
+    def _finish_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bonus_ptr,
+        out_ptr, vocab, stride, out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
+        COLS: tl.constexpr,
+    ):  # fmt: skip
+        """Program i: the first rejection of request i, its final token (bonus, greedy argmax or the
+        exponential race on the rejected row), and the whole left-packed output row."""
+        req = tl.program_id(0)
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        n = end - begin
+        accepted = 0
+        prefix_ok = 1
+        for j in range(0, n):  # accepted = length of the all-accepted prefix
+            prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j) != 0).to(tl.int32)
+            accepted += prefix_ok
+        cols = tl.arange(0, COLS)
+        drafts = tl.load(draft_ptr + begin + cols, mask=cols < accepted, other=-1)
+        row_out = out_ptr + req.to(tl.int64) * out_cols
+        tl.store(row_out + cols, tl.where(cols < accepted, drafts, -1).to(tl.int32), mask=cols < out_cols)
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req)
+        greedy = tau < 1e-5
+        final = tl.load(bonus_ptr + req).to(tl.int64)
+        if accepted < n:
+            row = begin + accepted
+            if greedy:
+                final = tl.load(argmax_ptr + row).to(tl.int64)
+            else:
+                m = tl.load(m_ptr + row)
+                s = tl.load(s_ptr + row)
+                d = tl.load(draft_ptr + row)
+                base = logits_ptr + row * stride
+                e_base = e_ptr + req.to(tl.int64) * vocab
+                best = -2.0
+                best_index = 0
+                fallback = -2.0
+                fallback_index = 0
+                for start in range(0, vocab, BLOCK):
+                    offs = start + tl.arange(0, BLOCK)
+                    mask = offs < vocab
+                    x = _div(tl.load(base + offs, mask=mask, other=-float("inf")), tau)
+                    p = _div(_exp(x - m), s)
+                    e = tl.load(e_base + offs, mask=mask, other=1.0)
+                    if HAS_Q:
+                        w = tl.maximum(p - tl.load(q_ptr + row * vocab + offs, mask=mask, other=0.0), 0.0)
+                    else:
+                        w = tl.where(offs == d, 0.0, p)
+                    score = tl.where(mask & (w > 0), _div(w, e), -1.0)
+                    block_best = tl.max(score, axis=0)
+                    take = block_best > best
+                    best_index = tl.where(take, tl.argmax(score, axis=0) + start, best_index)
+                    best = tl.where(take, block_best, best)
+                    p_score = tl.where(mask & (p > 0), _div(p, e), -1.0)
+                    p_best = tl.max(p_score, axis=0)
+                    take_p = p_best > fallback
+                    fallback_index = tl.where(take_p, tl.argmax(p_score, axis=0) + start, fallback_index)
+                    fallback = tl.where(take_p, p_best, fallback)
+                final = tl.where(best >= 0, best_index, fallback_index).to(tl.int64)
+        tl.store(row_out + accepted, final.to(tl.int32))
+
 
 def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor | None, profile_name: str) -> bool:
     return (
@@ -169,4 +282,46 @@ def race(
         logits, temperature, m, s, rows, drafts, q, exponentials, out, vocab, logits.stride(0),
         HAS_Q=draft_probs is not None, BLOCK=2 * BLOCK, num_warps=16,
     )  # fmt: skip
+    return out
+
+
+def fused_rejection_sample(
+    draft_token_ids: Tensor,
+    cu_num_draft_tokens: Tensor,
+    max_spec_len: int,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    temperature: Tensor | None,
+    uniforms: Tensor,
+    exponentials: Tensor,
+) -> Tensor:
+    """The whole verification in two kernels (validated inputs; greedy rows by τ < 1e-5)."""
+    num_reqs, vocab = exponentials.shape
+    rows = draft_token_ids.shape[0]
+    device = target_logits.device
+    logits = target_logits.contiguous()
+    m = torch.empty(max(rows, 1), dtype=torch.float32, device=device)
+    s = torch.empty_like(m)
+    accept = torch.empty(max(rows, 1), dtype=torch.int8, device=device)
+    argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
+    bad = torch.zeros(max(rows, 1), dtype=torch.int8, device=device)
+    out = torch.empty(num_reqs, max_spec_len + 1, dtype=torch.int32, device=device)
+    temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
+    q = draft_probs.contiguous() if draft_probs is not None else m
+    cu = cu_num_draft_tokens.contiguous()
+    drafts = draft_token_ids.contiguous()
+    has_temp, has_q = temperature is not None, draft_probs is not None
+    if rows:
+        _verify_kernel[(num_reqs, max(max_spec_len, 1))](
+            logits, temp, cu, drafts, uniforms, q, m, s, accept, argmax, bad, vocab, logits.stride(0),
+            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=BLOCK, num_warps=8,
+        )  # fmt: skip
+    _finish_kernel[(num_reqs,)](
+        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus_token_ids.contiguous(), out, vocab,
+        logits.stride(0), max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=2 * BLOCK,
+        COLS=triton.next_power_of_2(max_spec_len + 1), num_warps=16,
+    )  # fmt: skip
+    if rows and bool(bad.any()):
+        raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")
     return out

@@ -19,11 +19,11 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from arctic_ref.spec.fused import fused_supported, race, row_stats
+from arctic_ref.spec.fused import fused_rejection_sample, fused_supported
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
-from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows, row_temperatures
+from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
 
 _INT_DTYPES = (torch.int32, torch.int64)
 _LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -217,9 +217,9 @@ def _sample(
     drafts = draft_token_ids.to(torch.int64)
     use_fused = fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name)
     if noise is not None and use_fused:
-        return _sample_fused(
-            drafts, counts, starts, rows, position, max_spec_len, draft_probs, target_logits.contiguous(), bonus_token_ids,
-            sampling_metadata, noise,
+        return fused_rejection_sample(
+            draft_token_ids, cu_num_draft_tokens, max_spec_len, draft_probs, target_logits, bonus_token_ids,
+            sampling_metadata.temperature, noise.uniforms, noise.exponentials,
         )  # fmt: skip
     greedy_row = sampling_metadata.is_greedy(num_reqs, device)[rows]
     probs = (
@@ -274,45 +274,6 @@ def _assemble(
     last = torch.where(num_accepted == counts, bonus_token_ids[:, 0].to(torch.int64), at_rejection)
     out[torch.arange(num_reqs, device=device), num_accepted] = last
     return out.to(torch.int32)
-
-
-def _sample_fused(
-    drafts: Tensor,
-    counts: Tensor,
-    starts: Tensor,
-    rows: Tensor,
-    position: Tensor,
-    max_spec_len: int,
-    draft_probs: Tensor | None,
-    target_logits: Tensor,
-    bonus_token_ids: Tensor,
-    sampling_metadata: SamplingMetadata,
-    noise: RejectionNoise,
-) -> Tensor:
-    """Two memory passes (``arctic_ref.spec.fused``): statistics and p(d) of every row, then the
-    exponential race on the one rejected row of each request."""
-    num_reqs, num_tokens = counts.shape[0], drafts.shape[0]
-    greedy = sampling_metadata.is_greedy(num_reqs, target_logits.device)
-    greedy_row = greedy[rows]
-    tau = row_temperatures(sampling_metadata, rows, num_reqs)
-    m, s, target = row_stats(target_logits, tau, drafts)
-    proposal = torch.ones_like(target) if draft_probs is None else draft_probs.gather(1, drafts.unsqueeze(1)).squeeze(1)
-    keep = (proposal > 0) & (target > 0) & ((target / proposal).to(noise.uniforms.dtype) >= noise.uniforms)
-    final = torch.zeros(num_tokens, dtype=torch.int64, device=target_logits.device)
-    invalid = (~greedy_row & torch.isnan(target)).any()
-    if not sampling_metadata.all_random:
-        best, best_value = greedy_tokens(target_logits, None, profile=INTENDED)
-        keep = torch.where(greedy_row, best == drafts, keep)
-        final = torch.where(greedy_row, best, final)
-        invalid = invalid | (greedy_row & torch.isnan(best_value)).any()
-    if bool(invalid):
-        raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")
-    num_accepted = _accepted_prefix(keep, rows, position, counts, max_spec_len)
-    rejected_row = torch.where((num_accepted < counts) & ~greedy, starts + num_accepted, -1)
-    recovered = race(target_logits, tau, m, s, rejected_row, drafts, draft_probs, noise.exponentials)
-    greedy_final = final[(starts + num_accepted).clamp(max=max(num_tokens - 1, 0))] if num_tokens else counts
-    at_rejection = torch.where(greedy, greedy_final, recovered)
-    return _assemble(drafts, rows, position, counts, num_accepted, at_rejection, bonus_token_ids, max_spec_len)
 
 
 def parse_output(output_token_ids: Int[Tensor, "num_reqs cols"], vocab_size: int) -> list[list[int]]:
