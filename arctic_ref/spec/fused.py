@@ -172,22 +172,80 @@ if TRITON_AVAILABLE:
             tl.store(bad_ptr + row, bad.to(tl.int8))
 
     @triton.jit
-    def _finish_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bonus_ptr,
-        out_ptr, vocab, stride, out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
-        COLS: tl.constexpr,
-    ):  # fmt: skip
-        """Program i: the first rejection of request i, its final token (bonus, greedy argmax or the
-        exponential race on the rejected row), and the whole left-packed output row."""
-        req = tl.program_id(0)
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
-        n = end - begin
+    def _accepted_prefix(accept_ptr, begin, n):  # type: ignore[no-untyped-def]
         accepted = 0
         prefix_ok = 1
         for j in range(0, n):  # accepted = length of the all-accepted prefix
             prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j) != 0).to(tl.int32)
             accepted += prefix_ok
+        return accepted
+
+    @triton.jit
+    def _race_chunk_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr, part_index_ptr,
+        vocab, stride, chunk, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
+    ):  # fmt: skip
+        """Program (i, c): the exponential race of request i's rejected row over vocabulary chunk c.
+        Partial results: the best residual score and index, and the best p-score and index (the
+        degenerate-residual fallback)."""
+        req = tl.program_id(0)
+        part = tl.program_id(1)
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        accepted = _accepted_prefix(accept_ptr, begin, end - begin)
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req)
+        best = -2.0
+        best_index = 0
+        fallback = -2.0
+        fallback_index = 0
+        if (accepted < end - begin) & (tau >= 1e-5):
+            row = begin + accepted
+            m = tl.load(m_ptr + row)
+            s = tl.load(s_ptr + row)
+            d = tl.load(draft_ptr + row)
+            base = logits_ptr + row * stride
+            e_base = e_ptr + req.to(tl.int64) * vocab
+            lo = part * chunk
+            for start in range(lo, lo + chunk, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                mask = (offs < vocab) & (offs < lo + chunk)
+                x = _div(tl.load(base + offs, mask=mask, other=-float("inf")), tau)
+                p = _div(_exp(x - m), s)
+                e = tl.load(e_base + offs, mask=mask, other=1.0)
+                if HAS_Q:
+                    w = tl.maximum(p - tl.load(q_ptr + row * vocab + offs, mask=mask, other=0.0), 0.0)
+                else:
+                    w = tl.where(offs == d, 0.0, p)
+                score = tl.where(mask & (w > 0), _div(w, e), -1.0)
+                block_best = tl.max(score, axis=0)
+                take = block_best > best
+                best_index = tl.where(take, tl.argmax(score, axis=0) + start, best_index)
+                best = tl.where(take, block_best, best)
+                p_score = tl.where(mask & (p > 0), _div(p, e), -1.0)
+                p_best = tl.max(p_score, axis=0)
+                take_p = p_best > fallback
+                fallback_index = tl.where(take_p, tl.argmax(p_score, axis=0) + start, fallback_index)
+                fallback = tl.where(take_p, p_best, fallback)
+        slot = req.to(tl.int64) * tl.num_programs(1) * 2 + part * 2
+        tl.store(part_score_ptr + slot, best)
+        tl.store(part_index_ptr + slot, best_index)
+        tl.store(part_score_ptr + slot + 1, fallback)
+        tl.store(part_index_ptr + slot + 1, fallback_index)
+
+    @triton.jit
+    def _finish_kernel(  # type: ignore[no-untyped-def]
+        temp_ptr, cu_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
+        out_cols, HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, COLS: tl.constexpr,
+    ):  # fmt: skip
+        """Program i: the first rejection of request i, its final token (bonus, greedy argmax, or the
+        race's winner: the first chunk's among equal scores) and the whole left-packed output row."""
+        req = tl.program_id(0)
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        n = end - begin
+        accepted = _accepted_prefix(accept_ptr, begin, n)
         cols = tl.arange(0, COLS)
         drafts = tl.load(draft_ptr + begin + cols, mask=cols < accepted, other=-1)
         row_out = out_ptr + req.to(tl.int64) * out_cols
@@ -195,43 +253,22 @@ if TRITON_AVAILABLE:
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
-        greedy = tau < 1e-5
         final = tl.load(bonus_ptr + req).to(tl.int64)
         if accepted < n:
-            row = begin + accepted
-            if greedy:
-                final = tl.load(argmax_ptr + row).to(tl.int64)
+            if tau < 1e-5:
+                final = tl.load(argmax_ptr + begin + accepted).to(tl.int64)
             else:
-                m = tl.load(m_ptr + row)
-                s = tl.load(s_ptr + row)
-                d = tl.load(draft_ptr + row)
-                base = logits_ptr + row * stride
-                e_base = e_ptr + req.to(tl.int64) * vocab
-                best = -2.0
-                best_index = 0
-                fallback = -2.0
-                fallback_index = 0
-                for start in range(0, vocab, BLOCK):
-                    offs = start + tl.arange(0, BLOCK)
-                    mask = offs < vocab
-                    x = _div(tl.load(base + offs, mask=mask, other=-float("inf")), tau)
-                    p = _div(_exp(x - m), s)
-                    e = tl.load(e_base + offs, mask=mask, other=1.0)
-                    if HAS_Q:
-                        w = tl.maximum(p - tl.load(q_ptr + row * vocab + offs, mask=mask, other=0.0), 0.0)
-                    else:
-                        w = tl.where(offs == d, 0.0, p)
-                    score = tl.where(mask & (w > 0), _div(w, e), -1.0)
-                    block_best = tl.max(score, axis=0)
-                    take = block_best > best
-                    best_index = tl.where(take, tl.argmax(score, axis=0) + start, best_index)
-                    best = tl.where(take, block_best, best)
-                    p_score = tl.where(mask & (p > 0), _div(p, e), -1.0)
-                    p_best = tl.max(p_score, axis=0)
-                    take_p = p_best > fallback
-                    fallback_index = tl.where(take_p, tl.argmax(p_score, axis=0) + start, fallback_index)
-                    fallback = tl.where(take_p, p_best, fallback)
-                final = tl.where(best >= 0, best_index, fallback_index).to(tl.int64)
+                parts = tl.arange(0, CHUNKS)
+                base = req.to(tl.int64) * CHUNKS * 2 + parts * 2
+                scores = tl.load(part_score_ptr + base)
+                indices = tl.load(part_index_ptr + base)
+                p_scores = tl.load(part_score_ptr + base + 1)
+                p_indices = tl.load(part_index_ptr + base + 1)
+                best = tl.max(scores, axis=0)
+                winner = tl.min(tl.where(scores == best, indices, 2147483647), axis=0)
+                p_best = tl.max(p_scores, axis=0)
+                p_winner = tl.min(tl.where(p_scores == p_best, p_indices, 2147483647), axis=0)
+                final = tl.where(best >= 0, winner, p_winner).to(tl.int64)
         tl.store(row_out + accepted, final.to(tl.int32))
 
 
@@ -285,6 +322,9 @@ def race(
     return out
 
 
+CHUNKS: Final = 16
+
+
 def fused_rejection_sample(
     draft_token_ids: Tensor,
     cu_num_draft_tokens: Tensor,
@@ -296,31 +336,39 @@ def fused_rejection_sample(
     uniforms: Tensor,
     exponentials: Tensor,
 ) -> Tensor:
-    """The whole verification in two kernels (validated inputs; greedy rows by τ < 1e-5)."""
+    """The whole verification in three kernels on validated inputs (greedy rows by τ < 1e-5):
+    verify every draft row; race each rejected row over ``CHUNKS`` vocabulary chunks in parallel;
+    finish each request's output row."""
     num_reqs, vocab = exponentials.shape
     rows = draft_token_ids.shape[0]
     device = target_logits.device
     logits = target_logits.contiguous()
     m = torch.empty(max(rows, 1), dtype=torch.float32, device=device)
     s = torch.empty_like(m)
-    accept = torch.empty(max(rows, 1), dtype=torch.int8, device=device)
+    accept = torch.ones(max(rows, 1), dtype=torch.int8, device=device)
     argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
     bad = torch.zeros(max(rows, 1), dtype=torch.int8, device=device)
+    scores = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.float32, device=device)
+    indices = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.int64, device=device)
     out = torch.empty(num_reqs, max_spec_len + 1, dtype=torch.int32, device=device)
     temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
     drafts = draft_token_ids.contiguous()
     has_temp, has_q = temperature is not None, draft_probs is not None
+    chunk = triton.cdiv(vocab, CHUNKS)
     if rows:
         _verify_kernel[(num_reqs, max(max_spec_len, 1))](
             logits, temp, cu, drafts, uniforms, q, m, s, accept, argmax, bad, vocab, logits.stride(0),
             HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=BLOCK, num_warps=8,
         )  # fmt: skip
+        _race_chunk_kernel[(num_reqs, CHUNKS)](
+            logits, temp, cu, drafts, q, exponentials, m, s, accept, scores, indices, vocab, logits.stride(0), chunk,
+            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=2048, num_warps=8,
+        )  # fmt: skip
     _finish_kernel[(num_reqs,)](
-        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus_token_ids.contiguous(), out, vocab,
-        logits.stride(0), max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=2 * BLOCK,
-        COLS=triton.next_power_of_2(max_spec_len + 1), num_warps=16,
+        temp, cu, drafts, accept, argmax, bonus_token_ids.contiguous(), scores, indices, out, max_spec_len + 1,
+        HAS_TEMP=has_temp, CHUNKS=CHUNKS, COLS=triton.next_power_of_2(max_spec_len + 1),
     )  # fmt: skip
     if rows and bool(bad.any()):
         raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")

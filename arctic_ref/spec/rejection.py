@@ -13,6 +13,7 @@ Terms (spec verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen
 Rows are left-packed in ``[B, max_spec_len + 1]`` int32, padded with ``PLACEHOLDER_TOKEN_ID``.
 """
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -22,7 +23,7 @@ from torch import Tensor
 from arctic_ref.spec.fused import fused_rejection_sample, fused_supported
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
-from arctic_ref.spec.profile import INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
+from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
 from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
 
 _INT_DTYPES = (torch.int32, torch.int64)
@@ -73,37 +74,57 @@ def validate_inputs(
         raise ValueError(
             f"bonus_token_ids must be int [{num_reqs}, 1], got {bonus_token_ids.dtype} {tuple(bonus_token_ids.shape)}"
         )
-    device = target_logits.device
     meta = sampling_metadata
-    expected_cu = torch.tensor(num_draft_tokens, device=device).cumsum(0)
-    checks = {
-        "cu_num_draft_tokens != cumsum(num_draft_tokens)": (cu_num_draft_tokens.to(device).long() != expected_cu).any(),
-        f"draft token ids outside [0, {vocab})": ((draft_token_ids < 0) | (draft_token_ids >= vocab)).any(),
-    }
-    if meta.temperature is None:
-        if not meta.all_greedy or meta.all_random:
-            raise ValueError(
-                f"temperature None means all greedy, but all_greedy={meta.all_greedy} all_random={meta.all_random}"
-            )
+    if meta.temperature is None and (not meta.all_greedy or meta.all_random):
+        raise ValueError(
+            f"temperature None means all greedy, but all_greedy={meta.all_greedy} all_random={meta.all_random}"
+        )
+    for name, tensor in (("temperature", meta.temperature), ("top_k", meta.top_k), ("top_p", meta.top_p)):
+        if tensor is not None and tuple(tensor.shape) != (num_reqs,):
+            raise ValueError(f"{name} must be [{num_reqs}], got {tuple(tensor.shape)}")
+    # Everything data-dependent comes to the host in one transfer (one device sync).
+    device = target_logits.device
+    parts = [cu_num_draft_tokens.to(device=device, dtype=torch.float64)]
+    if total:
+        low, high = torch.aminmax(draft_token_ids)
+        parts.append(torch.stack([low, high]).to(torch.float64))
     else:
-        if tuple(meta.temperature.shape) != (num_reqs,):
-            raise ValueError(f"temperature must be [{num_reqs}], got {tuple(meta.temperature.shape)}")
-        greedy = meta.is_greedy(num_reqs, device)
-        random = ~greedy
-        checks["all_greedy flag disagrees with the temperatures"] = greedy.all() != meta.all_greedy
-        checks["all_random flag disagrees with the temperatures"] = random.all() != meta.all_random
-        checks["a random request has a non-finite temperature"] = (random & ~torch.isfinite(meta.temperature)).any()
+        parts.append(torch.zeros(2, dtype=torch.float64, device=device))
+    for tensor in (meta.temperature, meta.top_k, meta.top_p):
+        parts.append(
+            torch.zeros(0, dtype=torch.float64, device=device)
+            if tensor is None
+            else tensor.to(device=device, dtype=torch.float64)
+        )
+    host = torch.cat(parts).tolist()
+    cu, (low_id, high_id), rest = host[:num_reqs], host[num_reqs : num_reqs + 2], host[num_reqs + 2 :]
+    failed = []
+    running = 0
+    for i, n in enumerate(num_draft_tokens):
+        running += n
+        if cu[i] != running:
+            failed.append(f"cu_num_draft_tokens[{i}]({int(cu[i])}) != cumsum(num_draft_tokens)[{i}]({running})")
+            break
+    if total and (low_id < 0 or high_id >= vocab):
+        failed.append(f"draft token ids in [{int(low_id)}, {int(high_id)}] outside [0, {vocab})")
+    if meta.temperature is not None:
+        temps, rest = rest[:num_reqs], rest[num_reqs:]
+        eps = torch.tensor(GREEDY_EPS, dtype=torch.float32).item()  # compared in float32, as is_greedy
+        greedy = [t < eps for t in torch.tensor(temps, dtype=torch.float32).tolist()]
+        if all(greedy) != meta.all_greedy:
+            failed.append(f"all_greedy flag ({meta.all_greedy}) disagrees with the temperatures")
+        if (not any(greedy)) != meta.all_random:
+            failed.append(f"all_random flag ({meta.all_random}) disagrees with the temperatures")
+        if any(not g and not math.isfinite(t) for g, t in zip(greedy, temps, strict=True)):
+            failed.append("a random request has a non-finite temperature")
         if meta.top_k is not None:
-            if tuple(meta.top_k.shape) != (num_reqs,):
-                raise ValueError(f"top_k must be [{num_reqs}], got {tuple(meta.top_k.shape)}")
-            checks[f"top_k of a random request outside [1, {vocab}]"] = (
-                random & ((meta.top_k < 1) | (meta.top_k > vocab))
-            ).any()
+            ks, rest = rest[:num_reqs], rest[num_reqs:]
+            if any(not g and not 1 <= k <= vocab for g, k in zip(greedy, ks, strict=True)):
+                failed.append(f"top_k of a random request outside [1, {vocab}]")
         if meta.top_p is not None:
-            if tuple(meta.top_p.shape) != (num_reqs,):
-                raise ValueError(f"top_p must be [{num_reqs}], got {tuple(meta.top_p.shape)}")
-            checks["top_p of a random request outside (0, 1]"] = (random & ((meta.top_p <= 0) | (meta.top_p > 1))).any()
-    failed = [name for name, bad in zip(checks, torch.stack(list(checks.values())).tolist(), strict=True) if bad]
+            ps = rest[:num_reqs]
+            if any(not g and not 0 < p <= 1 for g, p in zip(greedy, ps, strict=True)):
+                failed.append("top_p of a random request outside (0, 1]")
     if failed:
         raise ValueError("; ".join(failed))
     bad_generators = [i for i in meta.generators if not 0 <= i < num_reqs]
@@ -210,17 +231,17 @@ def _sample(
     num_reqs, num_tokens, vocab = len(num_draft_tokens), target_logits.shape[0], target_logits.shape[1]
     all_greedy = sampling_metadata.all_greedy
     check_noise(noise, all_greedy, num_tokens, num_reqs, vocab)
-    counts = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
-    starts = counts.cumsum(0) - counts
-    rows = request_of_rows(cu_num_draft_tokens, num_tokens)
-    position = torch.arange(num_tokens, device=device) - starts[rows]
-    drafts = draft_token_ids.to(torch.int64)
     use_fused = fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name)
     if noise is not None and use_fused:
         return fused_rejection_sample(
             draft_token_ids, cu_num_draft_tokens, max_spec_len, draft_probs, target_logits, bonus_token_ids,
             sampling_metadata.temperature, noise.uniforms, noise.exponentials,
         )  # fmt: skip
+    counts = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
+    starts = counts.cumsum(0) - counts
+    rows = request_of_rows(cu_num_draft_tokens, num_tokens)
+    position = torch.arange(num_tokens, device=device) - starts[rows]
+    drafts = draft_token_ids.to(torch.int64)
     greedy_row = sampling_metadata.is_greedy(num_reqs, device)[rows]
     probs = (
         None
