@@ -6,10 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from arctic_ref.spec.rejection import rejection_sample
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.workload import code_edit_trace
+from arctic_ref.testing.bug_replays import BUG_REPLAYS, check_draft_selection
 from arctic_ref.testing.differential import run_differential
+from arctic_ref.testing.rejection_kit import check_rejection_sampler
+from arctic_ref.testing.rejection_report import Status
 from arctic_ref.testing.stateful import reference_trees
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 
@@ -134,6 +138,41 @@ def suffix_integrity() -> BatteryResult:
     )
 
 
+def rejection_kit() -> BatteryResult:
+    """The conformance kit (quick level: 400 exact cases, 50,000 requests per statistical test)."""
+    report = check_rejection_sampler(rejection_sample, level="quick", name="rejection_sample")
+    failed = report.failed()
+    passed = sum(1 for c in report.checks if c.status is Status.PASS)
+    worst = min((c.p_value for c in report.checks if c.p_value is not None), default=None)
+    return BatteryResult(
+        name="rejection sampler conformance kit (quick)",
+        outcome=Outcome.FAIL if failed else Outcome.PASS,
+        compared=passed,
+        figures={
+            "checks passed": f"{passed}/{len(report.checks)}",
+            "smallest p-value": f"{worst:.3g}" if worst else "-",
+        },
+        detail=", ".join(failed),
+    )
+
+
+def draft_selection() -> BatteryResult:
+    """Intended rules pass every check; each seed bug replay fails a check named by it."""
+    intended = [c for c in check_draft_selection() if not c.passed]
+    uncaught = [
+        r.id for r in BUG_REPLAYS
+        if r.must_fail and not any(not c.passed and r.id in c.replays for c in check_draft_selection(r.rules))
+    ]  # fmt: skip
+    problems = [f"intended fails {c.id}" for c in intended] + [f"{rid} not caught" for rid in uncaught]
+    return BatteryResult(
+        name="draft selection and seed bug replays (B1-B4)",
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        compared=len(BUG_REPLAYS),
+        figures={"replays caught": str(sum(1 for r in BUG_REPLAYS if r.must_fail) - len(uncaught))},
+        detail="; ".join(problems),
+    )
+
+
 def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
     """Every battery of ``arctic-ref check``, in the order it runs them."""
     return [
@@ -142,6 +181,8 @@ def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
         ("suffix replay (path)", lambda: suffix_replay(False, 60)),
         ("suffix replay (tree)", lambda: suffix_replay(True, 20)),
         ("suffix invariants", suffix_integrity),
+        ("rejection sampler kit", rejection_kit),
+        ("draft selection", draft_selection),
     ]
 
 

@@ -23,8 +23,16 @@ CASES = int(os.environ.get("ARCTIC_REF_VLLM_CASES", "300"))
 def test_bit_identical_to_vllm_on_seeded_requests() -> None:
     sampler = vllm_rejection_sampler()
     rng = random.Random(0)
+    crashes = 0
     for index in range(CASES):
         case = random_case(rng, greedy_temperature=-1.0, seeded=True)
+        if sum(case.num_draft_tokens) == 0 and case.sampling_metadata.top_k is not None:
+            # Found here: vLLM 0.9.2's apply_top_k_only calls k.max() on an empty tensor and raises
+            # RuntimeError when no request has drafts and top-k is set. We return the bonus rows.
+            with pytest.raises(RuntimeError, match="numel\\(\\) == 0"):
+                sampler(*case.args())
+            crashes += 1
+            continue
         predicted = clone_generators(case.sampling_metadata)
         noise = draw_noise(case.num_draft_tokens, case.vocab, predicted, profile=VLLM_0_9_2)
         args = case.args()
@@ -33,3 +41,6 @@ def test_bit_identical_to_vllm_on_seeded_requests() -> None:
         assert torch.equal(theirs.to(torch.int32), ours), f"case {index}: vLLM {theirs.tolist()} ours {ours.tolist()}"
         for i, generator in predicted.generators.items():
             assert torch.equal(generator.get_state(), args[7].generators[i].get_state()), f"case {index}: generator {i}"
+    print(
+        f"{CASES} cases: {CASES - crashes} bit-identical with vLLM 0.9.2, {crashes} where vLLM raises (empty drafts + top-k)"
+    )
