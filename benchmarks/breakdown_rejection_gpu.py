@@ -8,7 +8,7 @@ import statistics
 import torch
 
 from arctic_ref.spec import SamplingMetadata, draw_noise, rejection_sample, rejection_sample_with_noise
-from arctic_ref.spec.fused import fused_rejection_sample, race, row_stats
+from arctic_ref.spec.fused import fused_rejection_sample, row_stats
 from arctic_ref.spec.profile import INTENDED
 from arctic_ref.spec.rejection import validate_inputs
 
@@ -36,13 +36,10 @@ cu = torch.arange(1, reqs + 1, device="cuda") * drafts
 bonus = torch.zeros(reqs, 1, dtype=torch.int64, device="cuda")
 args = (ids, [drafts] * reqs, drafts, cu, None, logits, bonus, meta)
 tau = torch.ones(total, device="cuda")
-m, s, pd = row_stats(logits, tau, ids)
 noise = draw_noise([drafts] * reqs, vocab, meta, device="cuda")
-rows = torch.arange(reqs, device="cuda") * drafts
 print(f"validate_inputs      {timed(lambda: validate_inputs(*args, INTENDED)):.3f} ms")
 print(f"draw_noise           {timed(lambda: draw_noise([drafts] * reqs, vocab, meta, device='cuda')):.3f} ms")
 print(f"row_stats kernel     {timed(lambda: row_stats(logits, tau, ids)):.3f} ms")
-print(f"race kernel          {timed(lambda: race(logits, tau, m, s, rows, ids, None, noise.exponentials)):.3f} ms")
 print(
     f"two fused kernels    {timed(lambda: fused_rejection_sample(ids, cu, drafts, None, logits, bonus, meta.temperature, noise.uniforms, noise.exponentials)):.3f} ms"
 )

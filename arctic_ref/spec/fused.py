@@ -1,13 +1,13 @@
 """The fused GPU path of ``rejection_sample`` (Triton), for float32 logits without top-k/top-p under
 the ``INTENDED`` profile; everything else falls back to the vectorised torch path.
 
-Two passes over memory instead of a softmax materialised and re-read:
+Three kernels, about 1.25 reads of the logits instead of a softmax materialised and re-read:
 
-1. ``row_stats``: one read of every draft row: the online-softmax statistics m (max of x/τ) and
-   s (Σ exp(x/τ − m)), and p(d) = exp(x_d/τ − m) / s for the row's draft;
-2. acceptance on [T] values, the first rejection per request, then ``race``: for the one rejected
-   row of each request, one more read of that logits row and of the request's E row, the residual
-   and the exponential race.
+1. ``_verify_kernel``, per draft row, one read: the online-softmax statistics m (max of x/τ) and
+   s (Σ exp(x/τ − m)), the raw argmax (greedy rows), p(d) = exp(x_d/τ − m) / s and the acceptance;
+2. ``_race_chunk_kernel``, per request and vocabulary chunk: the exponential race over the residual
+   of the request's first rejected row (one more read of that row and of the request's E row);
+3. ``_finish_kernel``, per request: the winner over chunks and the left-packed output row.
 
 Exactness: on CUDA ``compute_target_probs`` computes p with the same statistics kernel and the same
 expression (``softmax_rows``), so the readable reference and this path see identical p bits; the
@@ -76,50 +76,6 @@ if TRITON_AVAILABLE:
             mask = offs < vocab
             x = _div(tl.load(base + offs, mask=mask, other=-float("inf")), tau)
             tl.store(out + offs, _div(_exp(x - m), s), mask=mask)
-
-    @triton.jit
-    def _race_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, m_ptr, s_ptr, rows_ptr, draft_ptr, q_ptr, e_ptr, out_ptr, vocab, stride,
-        HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
-    ):  # fmt: skip
-        req = tl.program_id(0)
-        row = tl.load(rows_ptr + req)
-        if row >= 0:
-            tau = tl.load(temp_ptr + row)
-            m = tl.load(m_ptr + row)
-            s = tl.load(s_ptr + row)
-            d = tl.load(draft_ptr + row)
-            base = logits_ptr + row.to(tl.int64) * stride
-            e_base = e_ptr + req.to(tl.int64) * vocab
-            best = -2.0
-            best_index = 0
-            fallback = -2.0
-            fallback_index = 0
-            for start in range(0, vocab, BLOCK):
-                offs = start + tl.arange(0, BLOCK)
-                mask = offs < vocab
-                x = _div(tl.load(base + offs, mask=mask, other=-float("inf")), tau)
-                p = _div(_exp(x - m), s)
-                e = tl.load(e_base + offs, mask=mask, other=1.0)
-                if HAS_Q:
-                    q = tl.load(q_ptr + row.to(tl.int64) * vocab + offs, mask=mask, other=0.0)
-                    w = tl.maximum(p - q, 0.0)
-                else:
-                    w = tl.where(offs == d, 0.0, p)
-                score = tl.where(mask & (w > 0), _div(w, e), -1.0)
-                block_best = tl.max(score, axis=0)
-                block_index = tl.argmax(score, axis=0) + start
-                take = block_best > best
-                best_index = tl.where(take, block_index, best_index)
-                best = tl.where(take, block_best, best)
-                p_score = tl.where(mask & (p > 0), _div(p, e), -1.0)
-                p_best = tl.max(p_score, axis=0)
-                p_index = tl.argmax(p_score, axis=0) + start
-                take_p = p_best > fallback
-                fallback_index = tl.where(take_p, p_index, fallback_index)
-                fallback = tl.where(take_p, p_best, fallback)
-            # best == -1 means every residual weight was zero: sample from p itself.
-            tl.store(out_ptr + req, tl.where(best >= 0, best_index, fallback_index))
 
     @triton.jit
     def _verify_kernel(  # type: ignore[no-untyped-def]
@@ -304,21 +260,6 @@ def softmax_rows(logits: Tensor, temperature: Tensor) -> Tensor:
     out = torch.empty(rows, vocab, dtype=torch.float32, device=logits.device)
     if rows:
         _softmax_kernel[(rows,)](logits, temperature, m, s, out, vocab, logits.stride(0), BLOCK=BLOCK)
-    return out
-
-
-def race(
-    logits: Tensor, temperature: Tensor, m: Tensor, s: Tensor, rows: Tensor, drafts: Tensor,
-    draft_probs: Tensor | None, exponentials: Tensor,
-) -> Tensor:  # fmt: skip
-    """The recovered token of each request's rejected row (``rows[i]`` = −1: none)."""
-    num_reqs, vocab = exponentials.shape
-    out = torch.zeros(num_reqs, dtype=torch.int64, device=logits.device)
-    q = draft_probs if draft_probs is not None else exponentials  # unused when HAS_Q is False
-    _race_kernel[(num_reqs,)](
-        logits, temperature, m, s, rows, drafts, q, exponentials, out, vocab, logits.stride(0),
-        HAS_Q=draft_probs is not None, BLOCK=2 * BLOCK, num_warps=16,
-    )  # fmt: skip
     return out
 
 
