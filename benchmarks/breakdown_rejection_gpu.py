@@ -3,29 +3,13 @@
 python benchmarks/breakdown_rejection_gpu.py
 """
 
-import statistics
-
 import torch
 
 from arctic_ref.spec import SamplingMetadata, draw_noise, rejection_sample, rejection_sample_with_noise
 from arctic_ref.spec.fused import fused_rejection_sample, row_stats
 from arctic_ref.spec.profile import INTENDED
 from arctic_ref.spec.rejection import validate_inputs
-
-
-def timed(fn, runs=30):  # type: ignore[no-untyped-def]
-    for _ in range(3):
-        fn()
-    out = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
-
+from benchmarks.cuda_timing import median_ms
 
 reqs, vocab, drafts = 256, 128_256, 4
 total = reqs * drafts
@@ -37,13 +21,13 @@ bonus = torch.zeros(reqs, 1, dtype=torch.int64, device="cuda")
 args = (ids, [drafts] * reqs, drafts, cu, None, logits, bonus, meta)
 tau = torch.ones(total, device="cuda")
 noise = draw_noise([drafts] * reqs, vocab, meta, device="cuda")
-print(f"validate_inputs      {timed(lambda: validate_inputs(*args, INTENDED)):.3f} ms")
-print(f"draw_noise           {timed(lambda: draw_noise([drafts] * reqs, vocab, meta, device='cuda')):.3f} ms")
-print(f"row_stats kernel     {timed(lambda: row_stats(logits, tau, ids)):.3f} ms")
+print(f"validate_inputs      {median_ms(lambda: validate_inputs(*args, INTENDED)):.3f} ms")
+print(f"draw_noise           {median_ms(lambda: draw_noise([drafts] * reqs, vocab, meta, device='cuda')):.3f} ms")
+print(f"row_stats kernel     {median_ms(lambda: row_stats(logits, tau, ids)):.3f} ms")
 print(
-    f"two fused kernels    {timed(lambda: fused_rejection_sample(ids, cu, drafts, None, logits, bonus, meta.temperature, noise.uniforms, noise.exponentials)):.3f} ms"
+    f"fused kernels (3)    {median_ms(lambda: fused_rejection_sample(ids, cu, drafts, None, logits, bonus, meta.temperature, noise.uniforms, noise.exponentials)):.3f} ms"
 )
-print(f"with_noise (fused)   {timed(lambda: rejection_sample_with_noise(*args, noise)):.3f} ms")
-print(f"rejection_sample     {timed(lambda: rejection_sample(*args)):.3f} ms")
+print(f"with_noise (fused)   {median_ms(lambda: rejection_sample_with_noise(*args, noise)):.3f} ms")
+print(f"rejection_sample     {median_ms(lambda: rejection_sample(*args)):.3f} ms")
 e = torch.empty(reqs * 4, vocab, device="cuda").exponential_()
 print("zeros in 131M CUDA exponentials:", int((e == 0).sum()), "min", float(e.min()))

@@ -6,32 +6,17 @@ Shapes of verification.md §7: 256 requests × 4 and × 16 drafts, V = 128,256, 
 drafts and draft probabilities; noise generation included (rejection_sample draws its own).
 """
 
-import statistics
 from typing import Any
 
 import pytest
 import torch
 
 from arctic_ref.spec import SamplingMetadata, rejection_sample
+from benchmarks.cuda_timing import median_ms
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 REQS, VOCAB = 256, 128_256
 RESULTS: dict[str, float] = {}
-
-
-def _time(fn: Any, runs: int = 50) -> float:
-    """Median milliseconds of synchronised runs after warm-up (CUDA events)."""
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def _inputs(drafts: int, with_probs: bool) -> tuple:  # type: ignore[type-arg]
@@ -53,12 +38,12 @@ def test_rejection_sample_against_floor(benchmark: Any, drafts: int, with_probs:
     logits = args[5]
     read_bytes = logits.numel() * 4 + (args[4].numel() * 4 if with_probs else 0)
     copy = torch.empty_like(logits)
-    copy_ms = _time(lambda: copy.copy_(logits))
+    copy_ms = median_ms(lambda: copy.copy_(logits))
     bandwidth = 2 * logits.numel() * 4 / (copy_ms * 1e-3)  # bytes read + written per second
     floor_ms = read_bytes / bandwidth * 1e3
-    amax_ms = _time(lambda: logits.amax(dim=-1))
-    plain_ms = _time(lambda: rejection_sample(*args, fused=False))
-    fused_ms = _time(lambda: rejection_sample(*args))
+    amax_ms = median_ms(lambda: logits.amax(dim=-1))
+    plain_ms = median_ms(lambda: rejection_sample(*args, fused=False))
+    fused_ms = median_ms(lambda: rejection_sample(*args))
     benchmark.pedantic(lambda: (rejection_sample(*args), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
     figures = {
         "copy_bandwidth_TBps": bandwidth / 1e12, "floor_ms": floor_ms, "amax_ms": amax_ms,
