@@ -1,6 +1,6 @@
 """Where the time of one fused rejection_sample call goes on the GPU (diagnostic script, not a test).
 
-python benchmarks/breakdown_rejection_gpu.py
+    python -m benchmarks.breakdown_rejection_gpu   (from the repository root, on a GPU)
 """
 
 import torch
