@@ -1,6 +1,6 @@
 """Where the time of one fused rejection_sample call goes on the GPU (diagnostic script, not a test).
 
-    python -m benchmarks.breakdown_rejection_gpu   (from the repository root, on a GPU)
+python -m benchmarks.breakdown_rejection_gpu   (from the repository root, on a GPU)
 """
 
 import torch
@@ -31,3 +31,23 @@ print(f"with_noise (fused)   {median_ms(lambda: rejection_sample_with_noise(*arg
 print(f"rejection_sample     {median_ms(lambda: rejection_sample(*args)):.3f} ms")
 e = torch.empty(reqs * 4, vocab, device="cuda").exponential_()
 print("zeros in 131M CUDA exponentials:", int((e == 0).sum()), "min", float(e.min()))
+
+
+# Kernel configurations (block, warps, chunks, race_block) of the fused path, same inputs.
+def configured(block: int, warps: int, chunks: int, race_block: int) -> object:
+    return fused_rejection_sample(
+        ids, cu, drafts, None, logits, bonus, meta.temperature, noise.uniforms, noise.exponentials,
+        block=block, warps=warps, chunks=chunks, race_block=race_block,
+    )  # fmt: skip
+
+
+for config in [
+    (4096, 8, 16, 2048),
+    (2048, 4, 16, 2048),
+    (8192, 8, 16, 2048),
+    (4096, 16, 16, 2048),
+    (4096, 8, 32, 1024),
+    (2048, 8, 8, 4096),
+]:
+    ms = median_ms(lambda config=config: configured(*config))  # type: ignore[misc]
+    print(f"block {config[0]:5d} warps {config[1]:2d} chunks {config[2]:2d} race_block {config[3]:5d}: {ms:.3f} ms")

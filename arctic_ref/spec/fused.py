@@ -276,6 +276,11 @@ def fused_rejection_sample(
     temperature: Tensor | None,
     uniforms: Tensor,
     exponentials: Tensor,
+    *,
+    block: int = BLOCK,
+    warps: int = 8,
+    chunks: int = CHUNKS,
+    race_block: int = 2048,
 ) -> Tensor:
     """The whole verification in three kernels on validated inputs (greedy rows by τ < 1e-5):
     verify every draft row; race each rejected row over ``CHUNKS`` vocabulary chunks in parallel;
@@ -289,27 +294,27 @@ def fused_rejection_sample(
     accept = torch.ones(max(rows, 1), dtype=torch.int8, device=device)
     argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
     bad = torch.zeros(max(rows, 1), dtype=torch.int8, device=device)
-    scores = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.float32, device=device)
-    indices = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.int64, device=device)
+    scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
+    indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     out = torch.empty(num_reqs, max_spec_len + 1, dtype=torch.int32, device=device)
     temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
     drafts = draft_token_ids.contiguous()
     has_temp, has_q = temperature is not None, draft_probs is not None
-    chunk = triton.cdiv(vocab, CHUNKS)
+    chunk = triton.cdiv(vocab, chunks)
     if rows:
         _verify_kernel[(num_reqs, max(max_spec_len, 1))](
             logits, temp, cu, drafts, uniforms, q, m, s, accept, argmax, bad, vocab, logits.stride(0),
-            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=BLOCK, num_warps=8,
+            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=block, num_warps=warps,
         )  # fmt: skip
-        _race_chunk_kernel[(num_reqs, CHUNKS)](
+        _race_chunk_kernel[(num_reqs, chunks)](
             logits, temp, cu, drafts, q, exponentials, m, s, accept, scores, indices, vocab, logits.stride(0), chunk,
-            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=2048, num_warps=8,
+            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=race_block, num_warps=8,
         )  # fmt: skip
     _finish_kernel[(num_reqs,)](
         temp, cu, drafts, accept, argmax, bonus_token_ids.contiguous(), scores, indices, out, max_spec_len + 1,
-        HAS_TEMP=has_temp, CHUNKS=CHUNKS, COLS=triton.next_power_of_2(max_spec_len + 1),
+        HAS_TEMP=has_temp, CHUNKS=chunks, COLS=triton.next_power_of_2(max_spec_len + 1),
     )  # fmt: skip
     if rows and bool(bad.any()):
         raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")
