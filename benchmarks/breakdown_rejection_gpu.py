@@ -41,13 +41,12 @@ def configured(block: int, warps: int, chunks: int, race_block: int) -> object:
     )  # fmt: skip
 
 
-for config in [
-    (4096, 8, 16, 2048),
-    (2048, 4, 16, 2048),
-    (8192, 8, 16, 2048),
-    (4096, 16, 16, 2048),
-    (4096, 8, 32, 1024),
-    (2048, 8, 8, 4096),
-]:
-    ms = median_ms(lambda config=config: configured(*config))  # type: ignore[misc]
-    print(f"block {config[0]:5d} warps {config[1]:2d} chunks {config[2]:2d} race_block {config[3]:5d}: {ms:.3f} ms")
+CONFIGS = [(4096, 8, 16, 2048), (2048, 4, 16, 2048), (8192, 8, 16, 2048), (2048, 8, 8, 4096), (8192, 8, 8, 4096)]
+timings: dict[tuple[int, int, int, int], list[float]] = {config: [] for config in CONFIGS}
+for _ in range(3):  # interleaved rounds: clock and thermal drift hit every configuration alike
+    for config in CONFIGS:
+        timings[config].append(median_ms(lambda config=config: configured(*config)))  # type: ignore[misc]
+for config, ms in timings.items():
+    block, warps, chunks, race_block = config
+    print(f"block {block:5d} warps {warps:2d} chunks {chunks:2d} race_block {race_block:5d}: "
+          + " ".join(f"{t:.3f}" for t in ms) + " ms")  # fmt: skip

@@ -91,3 +91,28 @@ def test_fused_softmax_accuracy() -> None:
     )
     # Both inherit the float32 rounding of x/τ (|x/τ| up to ~30 here); the fused kernel must not be worse.
     assert relative <= 2 * eager_relative
+
+
+@pytest.mark.parametrize("with_probs", [False, True], ids=["one-hot", "probs"])
+@pytest.mark.parametrize("tau", [1.0, 0.5])
+def test_fused_degenerate_residual_falls_back_to_p(with_probs: bool, tau: float) -> None:
+    """Rows where the residual is zero everywhere (p one-hot at the draft, or q == p) take the
+    p-race; most vocabulary chunks then hold no positive residual, some none at all."""
+    g = torch.Generator(device="cuda").manual_seed(7)
+    reqs, vocab, drafts = 16, 9000, 2
+    total = reqs * drafts
+    draft_ids = torch.randint(0, vocab, (total,), device="cuda", generator=g)
+    logits = torch.randn(total, vocab, device="cuda", generator=g)
+    one_hot = torch.full_like(logits, float("-inf")).scatter_(1, draft_ids[:, None], 0.0)
+    logits = torch.where((torch.arange(total, device="cuda") % 2 == 0)[:, None], one_hot, logits)
+    probs = torch.softmax(logits / tau, dim=1) if with_probs else None  # q == p: residual zero
+    meta = SamplingMetadata(temperature=torch.full((reqs,), tau, device="cuda"), all_greedy=False, all_random=True)
+    noise = RejectionNoise(
+        uniforms=torch.rand(total, dtype=torch.float64, device="cuda", generator=g),
+        exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g),
+    )
+    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, probs, logits,
+            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    fast = rejection_sample_with_noise(*args, noise)
+    slow = rejection_sample_loop(*args, noise)
+    assert torch.equal(fast.cpu(), slow.cpu())

@@ -78,6 +78,36 @@ if TRITON_AVAILABLE:
             tl.store(out + offs, _div(_exp(x - m), s), mask=mask)
 
     @triton.jit
+    def _argmax_loop(base, vocab, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        """(max, first index of the max) of one row."""
+        raw_best = -float("inf")
+        raw_index = 0
+        for start in range(0, vocab, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            raw = tl.load(base + offs, mask=offs < vocab, other=-float("inf"))
+            block_best = tl.max(raw, axis=0)
+            if block_best > raw_best:  # the index reduction only when the maximum moves
+                raw_index = tl.argmax(raw, axis=0) + start
+                raw_best = block_best
+        return raw_best, raw_index
+
+    @triton.jit
+    def _stats_loop(base, vocab, tau, DIVIDE: tl.constexpr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Online softmax statistics of x / τ: m = max, s = Σ exp(x/τ − m)."""
+        m = -float("inf")
+        s = 0.0
+        for start in range(0, vocab, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            x = tl.load(base + offs, mask=offs < vocab, other=-float("inf"))
+            if DIVIDE:
+                x = _div(x, tau)
+            new_m = tl.maximum(m, tl.max(x, axis=0))
+            shift = tl.where(new_m == -float("inf"), 0.0, new_m)  # a block of -inf only: no NaN
+            s = s * _exp(m - shift) + tl.sum(_exp(x - shift), axis=0)
+            m = new_m
+        return m, s
+
+    @triton.jit
     def _verify_kernel(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bad_ptr,
         vocab, stride, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
@@ -99,19 +129,12 @@ if TRITON_AVAILABLE:
             s = 0.0
             raw_best = -float("inf")
             raw_index = 0
-            for start in range(0, vocab, BLOCK):
-                offs = start + tl.arange(0, BLOCK)
-                raw = tl.load(base + offs, mask=offs < vocab, other=-float("inf"))
-                block_best = tl.max(raw, axis=0)
-                block_index = tl.argmax(raw, axis=0) + start
-                take = block_best > raw_best
-                raw_index = tl.where(take, block_index, raw_index)
-                raw_best = tl.where(take, block_best, raw_best)
-                x = _div(raw, tau)
-                new_m = tl.maximum(m, tl.max(x, axis=0))
-                shift = tl.where(new_m == -float("inf"), 0.0, new_m)
-                s = s * _exp(m - shift) + tl.sum(_exp(x - shift), axis=0)
-                m = new_m
+            if greedy:  # greedy rows need only the raw argmax, random rows only m and s
+                raw_best, raw_index = _argmax_loop(base, vocab, BLOCK)
+            elif tau == 1.0:  # x / 1 == x exactly: the division is skipped, not approximated
+                m, s = _stats_loop(base, vocab, tau, False, BLOCK)
+            else:
+                m, s = _stats_loop(base, vocab, tau, True, BLOCK)
             d = tl.load(draft_ptr + row)
             pd = _div(_exp(_div(tl.load(base + d), tau) - m), s)
             q = 1.0
@@ -135,6 +158,36 @@ if TRITON_AVAILABLE:
             prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j) != 0).to(tl.int32)
             accepted += prefix_ok
         return accepted
+
+    @triton.jit
+    def _race_loop(  # type: ignore[no-untyped-def]
+        base, e_base, q_base, lo, hi, d, m, s, tau,
+        RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr, BLOCK: tl.constexpr,
+    ):  # fmt: skip
+        """(best score, first index of it) of w / E over columns [lo, hi), w the residual
+        (``RESIDUAL``) or p itself; -2 when no column has w > 0."""
+        best = -2.0
+        best_index = 0
+        for start in range(lo, hi, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < hi
+            x = tl.load(base + offs, mask=mask, other=-float("inf"))
+            if DIVIDE:
+                x = _div(x, tau)
+            p = _div(_exp(x - m), s)
+            e = tl.load(e_base + offs, mask=mask, other=1.0)
+            w = p
+            if RESIDUAL:
+                if HAS_Q:
+                    w = tl.maximum(p - tl.load(q_base + offs, mask=mask, other=0.0), 0.0)
+                else:
+                    w = tl.where(offs == d, 0.0, p)
+            score = tl.where(mask & (w > 0), _div(w, e), -1.0)
+            block_best = tl.max(score, axis=0)
+            if block_best > best:  # the index reduction only when the maximum moves
+                best_index = tl.argmax(score, axis=0) + start
+                best = block_best
+        return best, best_index
 
     @triton.jit
     def _race_chunk_kernel(  # type: ignore[no-untyped-def]
@@ -163,27 +216,17 @@ if TRITON_AVAILABLE:
             d = tl.load(draft_ptr + row)
             base = logits_ptr + row * stride
             e_base = e_ptr + req.to(tl.int64) * vocab
+            q_base = q_ptr + row * vocab
             lo = part * chunk
-            for start in range(lo, lo + chunk, BLOCK):
-                offs = start + tl.arange(0, BLOCK)
-                mask = (offs < vocab) & (offs < lo + chunk)
-                x = _div(tl.load(base + offs, mask=mask, other=-float("inf")), tau)
-                p = _div(_exp(x - m), s)
-                e = tl.load(e_base + offs, mask=mask, other=1.0)
-                if HAS_Q:
-                    w = tl.maximum(p - tl.load(q_ptr + row * vocab + offs, mask=mask, other=0.0), 0.0)
-                else:
-                    w = tl.where(offs == d, 0.0, p)
-                score = tl.where(mask & (w > 0), _div(w, e), -1.0)
-                block_best = tl.max(score, axis=0)
-                take = block_best > best
-                best_index = tl.where(take, tl.argmax(score, axis=0) + start, best_index)
-                best = tl.where(take, block_best, best)
-                p_score = tl.where(mask & (p > 0), _div(p, e), -1.0)
-                p_best = tl.max(p_score, axis=0)
-                take_p = p_best > fallback
-                fallback_index = tl.where(take_p, tl.argmax(p_score, axis=0) + start, fallback_index)
-                fallback = tl.where(take_p, p_best, fallback)
+            hi = tl.minimum(lo + chunk, vocab)
+            if tau == 1.0:  # x / 1 == x exactly
+                best, best_index = _race_loop(base, e_base, q_base, lo, hi, d, m, s, tau, True, HAS_Q, False, BLOCK)
+            else:
+                best, best_index = _race_loop(base, e_base, q_base, lo, hi, d, m, s, tau, True, HAS_Q, True, BLOCK)
+            if best < 0:  # no positive residual in this chunk: the p-race, used only if no chunk has one
+                fallback, fallback_index = _race_loop(
+                    base, e_base, q_base, lo, hi, d, m, s, tau, False, HAS_Q, True, BLOCK
+                )
         slot = req.to(tl.int64) * tl.num_programs(1) * 2 + part * 2
         tl.store(part_score_ptr + slot, best)
         tl.store(part_index_ptr + slot, best_index)

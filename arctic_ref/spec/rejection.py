@@ -13,9 +13,9 @@ Terms (spec verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen
 Rows are left-packed in ``[B, max_spec_len + 1]`` int32, padded with ``PLACEHOLDER_TOKEN_ID``.
 """
 
-import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
@@ -44,7 +44,8 @@ def validate_inputs(
     """Every rule of spec §1.2 that can be checked before sampling; one device-to-host sync."""
     if not isinstance(num_draft_tokens, (list, tuple)) or not num_draft_tokens:
         raise ValueError(f"num_draft_tokens must be a non-empty list of ints, got {num_draft_tokens!r}")
-    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in num_draft_tokens):
+    counts = np.asarray(num_draft_tokens)  # bools give dtype bool, floats or mixtures a non-int kind
+    if counts.ndim != 1 or counts.dtype.kind not in "iu" or int(counts.min()) < 0:
         raise ValueError(f"num_draft_tokens must hold ints >= 0, got {list(num_draft_tokens)}")
     if isinstance(max_spec_len, bool) or not isinstance(max_spec_len, int):
         raise ValueError(f"max_spec_len must be an int, got {max_spec_len!r}")
@@ -96,34 +97,33 @@ def validate_inputs(
             if tensor is None
             else tensor.to(device=device, dtype=torch.float64)
         )
-    host = torch.cat(parts).tolist()
+    host = torch.cat(parts).cpu().numpy()
     cu, (low_id, high_id), rest = host[:num_reqs], host[num_reqs : num_reqs + 2], host[num_reqs + 2 :]
     failed = []
-    running = 0
-    for i, n in enumerate(num_draft_tokens):
-        running += n
-        if cu[i] != running:
-            failed.append(f"cu_num_draft_tokens[{i}]({int(cu[i])}) != cumsum(num_draft_tokens)[{i}]({running})")
-            break
+    mismatch = np.flatnonzero(cu != np.cumsum(counts))
+    if mismatch.size:
+        i = int(mismatch[0])
+        failed.append(
+            f"cu_num_draft_tokens[{i}]({int(cu[i])}) != cumsum(num_draft_tokens)[{i}]({int(counts[: i + 1].sum())})"
+        )
     if total and (low_id < 0 or high_id >= vocab):
         failed.append(f"draft token ids in [{int(low_id)}, {int(high_id)}] outside [0, {vocab})")
     if meta.temperature is not None:
         temps, rest = rest[:num_reqs], rest[num_reqs:]
-        eps = torch.tensor(GREEDY_EPS, dtype=torch.float32).item()  # compared in float32, as is_greedy
-        greedy = [t < eps for t in torch.tensor(temps, dtype=torch.float32).tolist()]
-        if all(greedy) != meta.all_greedy:
+        random = ~(temps.astype(np.float32) < np.float32(GREEDY_EPS))  # compared in float32, as is_greedy
+        if bool(random.any()) == meta.all_greedy:
             failed.append(f"all_greedy flag ({meta.all_greedy}) disagrees with the temperatures")
-        if (not any(greedy)) != meta.all_random:
+        if bool(random.all()) != meta.all_random:
             failed.append(f"all_random flag ({meta.all_random}) disagrees with the temperatures")
-        if any(not g and not math.isfinite(t) for g, t in zip(greedy, temps, strict=True)):
+        if not np.isfinite(temps[random]).all():
             failed.append("a random request has a non-finite temperature")
         if meta.top_k is not None:
-            ks, rest = rest[:num_reqs], rest[num_reqs:]
-            if any(not g and not 1 <= k <= vocab for g, k in zip(greedy, ks, strict=True)):
+            ks, rest = rest[:num_reqs][random], rest[num_reqs:]
+            if ((ks < 1) | (ks > vocab)).any():
                 failed.append(f"top_k of a random request outside [1, {vocab}]")
         if meta.top_p is not None:
-            ps = rest[:num_reqs]
-            if any(not g and not 0 < p <= 1 for g, p in zip(greedy, ps, strict=True)):
+            ps = rest[:num_reqs][random]
+            if not ((ps > 0) & (ps <= 1)).all():
                 failed.append("top_p of a random request outside (0, 1]")
     if failed:
         raise ValueError("; ".join(failed))
