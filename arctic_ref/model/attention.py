@@ -1,0 +1,56 @@
+"""Reference paged attention: per request, causal over exactly positions [0, seq_len) of the cache
+(runner.md §3.6). Softmax and P·v in float64 for float64 models, else float32, then cast."""
+
+from dataclasses import dataclass
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from arctic_ref.model.kv_cache import KVCache
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttentionMetadata:
+    """Rows ``[query_start_loc[i], query_start_loc[i+1])`` of the N input rows belong to request i,
+    whose context after this step is ``seq_lens[i]`` tokens at ``context_slots[i]``. Rows past
+    ``query_start_loc[-1]`` are padding: they attend nothing and give zeros."""
+
+    query_start_loc: tuple[int, ...]
+    seq_lens: tuple[int, ...]
+    context_slots: tuple[Int[Tensor, "context"], ...]
+
+    def __post_init__(self) -> None:
+        if len(self.query_start_loc) != len(self.seq_lens) + 1 or len(self.seq_lens) != len(self.context_slots):
+            raise ValueError(
+                f"query_start_loc({len(self.query_start_loc)}) must be one longer than seq_lens({len(self.seq_lens)})"
+                f" and context_slots({len(self.context_slots)})"
+            )
+
+
+def paged_attention(
+    q: Float[Tensor, "rows qheads head_dim"],
+    positions: Int[Tensor, "rows"],
+    cache: KVCache,
+    layer: int,
+    meta: AttentionMetadata,
+) -> Float[Tensor, "rows qheads head_dim"]:
+    """Query head j reads local KV head j // (qheads / kvheads)."""
+    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+    out = torch.zeros_like(q)
+    scale = q.shape[-1] ** -0.5
+    for i, slots in enumerate(meta.context_slots):
+        lo, hi = meta.query_start_loc[i], meta.query_start_loc[i + 1]
+        if hi == lo:
+            continue
+        k, v = cache.read(layer, slots)
+        group = q.shape[1] // k.shape[1]
+        k = k.repeat_interleave(group, dim=1).to(compute)
+        v = v.repeat_interleave(group, dim=1).to(compute)
+        scores = torch.einsum("qhd,khd->hqk", q[lo:hi].to(compute), k) * scale
+        key_pos = torch.arange(k.shape[0], device=q.device)
+        allowed = key_pos[None, :] <= positions[lo:hi, None]
+        scores = scores.masked_fill(~allowed[None], float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        out[lo:hi] = torch.einsum("hqk,khd->qhd", weights, v).to(q.dtype)
+    return out

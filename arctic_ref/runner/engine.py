@@ -1,0 +1,157 @@
+"""Building one rank's runner from a configuration and driving requests to completion (the SPMD
+loop every rank runs: schedule → step → update)."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from arctic_ref.model.config import ModelConfig
+from arctic_ref.model.kv_cache import BLOCK_SIZE, BlockTables, KVCache
+from arctic_ref.model.llama import LlamaShard
+from arctic_ref.model.weights import Weights
+from arctic_ref.parallel.comm import RankGroups
+from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
+from arctic_ref.parallel.layout import ParallelLayout
+from arctic_ref.parallel.plan import ShiftPolicy, StepMode
+from arctic_ref.runner.requests import RequestState, SamplingParams
+from arctic_ref.runner.runner import ReferenceRunner
+from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
+from arctic_ref.types import ReqId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    model: ModelConfig
+    layout: ParallelLayout
+    dtype: torch.dtype = torch.float64
+    shift_threshold: int | None = None  # None: shift off
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    device: str = "cpu"
+    cuda_graphs: bool = False
+
+    def __post_init__(self) -> None:
+        self.layout.validate_model(
+            num_attention_heads=self.model.num_attention_heads,
+            num_key_value_heads=self.model.num_key_value_heads,
+            intermediate_size=self.model.intermediate_size,
+            shift=self.shift_threshold is not None,
+        )
+        self.policy()  # V8, V10
+
+    def policy(self) -> ShiftPolicy:
+        enabled = self.shift_threshold is not None
+        threshold = 512 if self.shift_threshold is None else self.shift_threshold
+        return ShiftPolicy(self.layout, enabled=enabled, threshold=threshold)
+
+    def graph_tables(self) -> GraphTables:
+        if not self.cuda_graphs:
+            return GraphTables.eager()
+        sizes = default_capture_sizes(self.scheduler.max_num_batched_tokens)
+        return GraphTables.build(
+            sizes,
+            sp=self.layout.sp,
+            threshold=self.shift_threshold or 0,
+            max_num_batched_tokens=self.scheduler.max_num_batched_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestResult:
+    prompt_index: int
+    output_token_ids: tuple[int, ...]
+    num_steps: int
+    num_draft_tokens: int
+    num_accepted_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SampleRecord:
+    """One sampled position: request, tokens known before the step, the mode, and its logits row."""
+
+    prompt_index: int
+    num_tokens: int
+    step: int
+    mode: StepMode
+    logits: Tensor
+
+
+def build_runner(config: EngineConfig, full: Weights, groups: RankGroups) -> ReferenceRunner:
+    """Base model shard (t, T); shift model shard (t·S + s, P) when shift is enabled; one cache."""
+    layout, cfg = config.layout, config.model
+    device = torch.device(config.device)
+    cast = {k: v.to(device=device, dtype=config.dtype) for k, v in full.items()}
+    models = {StepMode.BASE: LlamaShard.build(cast, cfg, layout.tp_rank(groups.rank), layout.tp)}
+    if config.shift_threshold is not None:
+        models[StepMode.SHIFT] = LlamaShard.build(cast, cfg, layout.shift_rank(groups.rank), layout.world_size)
+    sched = config.scheduler
+    num_blocks = sched.max_num_seqs * -(-sched.max_model_len // BLOCK_SIZE) + 1
+    cache = KVCache.allocate(
+        layers=cfg.num_hidden_layers,
+        num_blocks=num_blocks,
+        heads=max(1, cfg.num_key_value_heads // layout.world_size),
+        head_dim=cfg.head_dim,
+        dtype=config.dtype,
+        device=device,
+    )
+    return ReferenceRunner(
+        models=models,
+        cache=cache,
+        blocks=BlockTables(num_blocks),
+        policy=config.policy(),
+        graphs=config.graph_tables(),
+        groups=groups,
+        device=device,
+    )
+
+
+def run_requests(
+    runner: ReferenceRunner,
+    scheduler_config: SchedulerConfig,
+    prompts: Sequence[Sequence[int]],
+    params: Sequence[SamplingParams],
+    *,
+    records: list[SampleRecord] | None = None,
+) -> list[RequestResult]:
+    """Every prompt to completion; ``records`` (if given) receives every sampled logits row."""
+    vocab = next(iter(runner.models.values())).config.vocab_size
+    bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < vocab]
+    if bad:
+        raise ValueError(f"prompt token ids outside [0, {vocab}): (prompt, id) {bad[:5]}")
+    scheduler = SimpleScheduler(scheduler_config)
+    index = {ReqId(f"req-{i}"): i for i in range(len(prompts))}
+    for req_id, i in index.items():
+        scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompts[i]), sampling=params[i]))
+    step = 0
+    while scheduler.has_unfinished():
+        sched = scheduler.schedule()
+        if not sched.scheduled:
+            raise RuntimeError("the scheduler made no progress")
+        known = {r.req_id: r.num_tokens for r in scheduler.running}
+        out = runner.step(sched)
+        if records is not None:
+            for row, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
+                if tokens:
+                    records.append(
+                        SampleRecord(
+                            prompt_index=index[req_id],
+                            num_tokens=known[req_id],
+                            step=step,
+                            mode=out.stats.mode,
+                            logits=out.sample_logits[row].cpu(),
+                        )
+                    )
+        scheduler.update(sched, dict(zip(out.req_ids, (list(t) for t in out.sampled_token_ids), strict=True)), {})
+        step += 1
+    finished = sorted(scheduler.finished, key=lambda r: index[r.req_id])
+    return [
+        RequestResult(
+            prompt_index=index[r.req_id],
+            output_token_ids=tuple(r.output_token_ids),
+            num_steps=r.stats.num_steps,
+            num_draft_tokens=r.stats.num_draft_tokens,
+            num_accepted_tokens=r.stats.num_accepted_tokens,
+        )
+        for r in finished
+    ]

@@ -1,0 +1,60 @@
+"""Typed stand-ins for vLLM's request-side values (runner.md §1.1)."""
+
+from dataclasses import dataclass, field
+
+from arctic_ref.types import ReqId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplingParams:
+    temperature: float = 0.0  # 0.0 = greedy
+    seed: int | None = None
+    max_tokens: int = 32
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or self.max_tokens < 1:
+            raise ValueError(f"temperature({self.temperature}) must be >= 0 and max_tokens({self.max_tokens}) >= 1")
+
+
+@dataclass(slots=True)
+class RequestStats:
+    num_steps: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class RequestState:
+    """Owned by the scheduler."""
+
+    req_id: ReqId
+    prompt_token_ids: tuple[int, ...]
+    sampling: SamplingParams
+    output_token_ids: list[int] = field(default_factory=list)
+    num_computed_tokens: int = 0
+    spec_token_ids: list[int] = field(default_factory=list)
+    stats: RequestStats = field(default_factory=RequestStats)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.prompt_token_ids) + len(self.output_token_ids)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduledRequest:
+    req_id: ReqId
+    num_computed_tokens: int  # c before this step
+    num_scheduled_tokens: int  # m, drafts included
+    spec_token_ids: tuple[int, ...] = ()
+    new_prompt: tuple[int, ...] | None = None  # set the first time the runner sees the request
+    sampling: SamplingParams | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerOutput:
+    scheduled: tuple[ScheduledRequest, ...]
+    finished_req_ids: frozenset[ReqId] = frozenset()
+
+    @property
+    def total_num_scheduled_tokens(self) -> int:
+        return sum(r.num_scheduled_tokens for r in self.scheduled)

@@ -1,0 +1,170 @@
+"""``ReferenceRunner``: one engine step as pure stages, in the order of the seed's ``execute_model``
+(runner.md §1.2): plan_step → prepare_inputs → forward → compute_logits → sample → discard partial
+prefills → append. Drafting and verification come with the runner issue."""
+
+from dataclasses import dataclass, field
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from arctic_ref.model.attention import AttentionMetadata
+from arctic_ref.model.kv_cache import BlockTables, KVCache
+from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, forward
+from arctic_ref.parallel.comm import RankGroups
+from arctic_ref.parallel.cudagraph import GraphTables
+from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
+from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
+from arctic_ref.types import ReqId
+
+
+@dataclass(slots=True, kw_only=True)
+class CachedRequest:
+    """The runner's copy of a request (vLLM's ``CachedRequestState``)."""
+
+    prompt: tuple[int, ...]
+    output: list[int]
+    sampling: SamplingParams
+    generator: torch.Generator | None
+
+    @property
+    def tokens(self) -> list[int]:
+        return [*self.prompt, *self.output]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStats:
+    mode: StepMode
+    num_scheduled_tokens: int
+    num_input_tokens: int
+    graph_size: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepInputs:
+    forward: ForwardInputs
+    logits_indices: tuple[int, ...]
+    partial_prefill: tuple[bool, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunnerOutput:
+    req_ids: tuple[ReqId, ...]
+    sampled_token_ids: tuple[tuple[int, ...], ...]  # [] for partial prefills
+    stats: StepStats
+    sample_logits: Float[Tensor, "num_reqs vocab"]  # the rows each request was sampled from
+
+
+def _int64(values: list[int], device: torch.device) -> Tensor:
+    return torch.tensor(values, dtype=torch.int64, device=device)
+
+
+def sample_tokens(
+    logits: Float[Tensor, "rows vocab"], params: list[SamplingParams], generators: list[torch.Generator | None]
+) -> list[int]:
+    """Greedy: the first maximum. Random: vLLM's exponential race argmax(p / E), E ~ Exp(1) drawn
+    from the request's generator, p = softmax(x / τ) in float32."""
+    out: list[int] = []
+    for row, param, generator in zip(logits, params, generators, strict=True):
+        if param.temperature == 0.0:
+            out.append(int(torch.argmax(row)))
+            continue
+        probs = torch.softmax(row.to(torch.float32) / param.temperature, dim=-1)
+        race = torch.empty_like(probs).exponential_(generator=generator)
+        out.append(int(torch.argmax(probs / race)))
+    return out
+
+
+@dataclass(slots=True)
+class ReferenceRunner:
+    """Holds the two models (BASE, and SHIFT when enabled), one shared KV cache, the block tables and
+    the persistent batch. Every rank runs the same steps (SPMD)."""
+
+    models: dict[StepMode, LlamaShard]
+    cache: KVCache
+    blocks: BlockTables
+    policy: ShiftPolicy
+    graphs: GraphTables
+    groups: RankGroups
+    device: torch.device
+    batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
+
+    def step(self, sched: SchedulerOutput) -> RunnerOutput:
+        for req_id in sched.finished_req_ids:
+            self.batch.pop(req_id, None)
+            self.blocks.release(req_id)
+        plan = plan_step(sched.total_num_scheduled_tokens, policy=self.policy, graphs=self.graphs, groups=self.groups)
+        inputs = self.prepare_inputs(sched, plan)
+        model = self.models[plan.mode]
+        hidden = forward(model, inputs.forward, self.cache, plan)
+        logits = compute_logits(model, hidden[list(inputs.logits_indices)], plan)
+        valid = self.sample(sched, logits, inputs.partial_prefill)
+        self.append_sampled(sched, valid)
+        return RunnerOutput(
+            req_ids=tuple(r.req_id for r in sched.scheduled),
+            sampled_token_ids=tuple(tuple(v) for v in valid),
+            stats=StepStats(
+                mode=plan.mode,
+                num_scheduled_tokens=plan.num_scheduled_tokens,
+                num_input_tokens=plan.num_input_tokens,
+                graph_size=plan.graph_size,
+            ),
+            sample_logits=logits,
+        )
+
+    def prepare_inputs(self, sched: SchedulerOutput, plan: StepPlan) -> StepInputs:
+        """Row i feeds tokens [c, c + m) of prompt + output + drafts; pad rows id 0, position 0, slot −1."""
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        starts, seq_lens, contexts, last_rows, partial = [0], [], [], [], []
+        for item in sched.scheduled:
+            if item.new_prompt is not None:
+                if item.sampling is None:
+                    raise ValueError(f"new request {item.req_id} has no sampling params")
+                seed = item.sampling.seed
+                generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
+                self.batch[item.req_id] = CachedRequest(
+                    prompt=item.new_prompt, output=[], sampling=item.sampling, generator=generator
+                )
+            req = self.batch[item.req_id]
+            tokens = [*req.tokens, *item.spec_token_ids]
+            c, m = item.num_computed_tokens, item.num_scheduled_tokens
+            if c + m > len(tokens):
+                raise ValueError(f"{item.req_id}: c({c}) + m({m}) > {len(tokens)} known tokens")
+            self.blocks.ensure(item.req_id, c + m)
+            ids += tokens[c : c + m]
+            positions += range(c, c + m)
+            slots += self.blocks.slots(item.req_id, range(c, c + m))
+            starts.append(starts[-1] + m)
+            seq_lens.append(c + m)
+            contexts.append(torch.tensor(self.blocks.slots(item.req_id, range(c + m)), device=self.device))
+            last_rows.append(starts[-1] - 1)
+            partial.append(c + m < len(req.tokens))
+        pad = plan.num_input_tokens - len(ids)
+        return StepInputs(
+            forward=ForwardInputs(
+                input_ids=_int64(ids + [0] * pad, self.device),
+                positions=_int64(positions + [0] * pad, self.device),
+                slot_mapping=_int64(slots + [-1] * pad, self.device),
+                attention=AttentionMetadata(
+                    query_start_loc=tuple(starts), seq_lens=tuple(seq_lens), context_slots=tuple(contexts)
+                ),
+            ),
+            logits_indices=tuple(last_rows),
+            partial_prefill=tuple(partial),
+        )
+
+    def sample(self, sched: SchedulerOutput, logits: Tensor, partial: tuple[bool, ...]) -> list[list[int]]:
+        """Partial prefills are not sampled (their generator does not advance) and get []."""
+        rows = [i for i, p in enumerate(partial) if not p]
+        reqs = [self.batch[sched.scheduled[i].req_id] for i in rows]
+        tokens = sample_tokens(logits[rows], [r.sampling for r in reqs], [r.generator for r in reqs])
+        valid: list[list[int]] = [[] for _ in partial]
+        for i, token in zip(rows, tokens, strict=True):
+            valid[i] = [token]
+        return valid
+
+    def append_sampled(self, sched: SchedulerOutput, valid: list[list[int]]) -> None:
+        for item, tokens in zip(sched.scheduled, valid, strict=True):
+            self.batch[item.req_id].output.extend(tokens)

@@ -1,0 +1,92 @@
+"""``SimpleScheduler``: vLLM 0.9.2's rules without preemption, chunked prefill always on (runner.md §1.3)."""
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from arctic_ref.runner.requests import RequestState, ScheduledRequest, SchedulerOutput
+from arctic_ref.types import ReqId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerConfig:
+    max_num_seqs: int = 8
+    max_num_batched_tokens: int = 256
+    max_model_len: int = 1024
+
+    def __post_init__(self) -> None:
+        if min(self.max_num_seqs, self.max_num_batched_tokens, self.max_model_len) < 1:
+            raise ValueError(
+                f"max_num_seqs({self.max_num_seqs}), max_num_batched_tokens({self.max_num_batched_tokens}) and "
+                f"max_model_len({self.max_model_len}) must be >= 1"
+            )
+
+
+@dataclass(slots=True)
+class SimpleScheduler:
+    config: SchedulerConfig
+    waiting: deque[RequestState] = field(default_factory=deque)
+    running: list[RequestState] = field(default_factory=list)
+    finished: list[RequestState] = field(default_factory=list)
+    _seen: set[ReqId] = field(default_factory=set)
+    _just_finished: set[ReqId] = field(default_factory=set)
+
+    def add(self, request: RequestState) -> None:
+        if len(request.prompt_token_ids) >= self.config.max_model_len or not request.prompt_token_ids:
+            raise ValueError(
+                f"prompt of {request.req_id} has {len(request.prompt_token_ids)} tokens; "
+                f"it must be non-empty and < max_model_len({self.config.max_model_len})"
+            )
+        self.waiting.append(request)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def schedule(self) -> SchedulerOutput:
+        budget = self.config.max_num_batched_tokens
+        out: list[ScheduledRequest] = []
+        for req in self.running:
+            c = req.num_computed_tokens
+            m = req.num_tokens + len(req.spec_token_ids) - c
+            m = min(m, budget, self.config.max_model_len - c)
+            if m <= 0:
+                continue
+            drafts = tuple(req.spec_token_ids[: max(0, m + c - req.num_tokens)])
+            out.append(ScheduledRequest(req_id=req.req_id, num_computed_tokens=c, num_scheduled_tokens=m,
+                                        spec_token_ids=drafts))  # fmt: skip
+            req.num_computed_tokens += m
+            budget -= m
+        while self.waiting and len(self.running) < self.config.max_num_seqs and budget > 0:
+            req = self.waiting.popleft()
+            m = min(len(req.prompt_token_ids), budget)
+            out.append(ScheduledRequest(req_id=req.req_id, num_computed_tokens=0, num_scheduled_tokens=m,
+                                        new_prompt=req.prompt_token_ids, sampling=req.sampling))  # fmt: skip
+            req.num_computed_tokens = m
+            budget -= m
+            self.running.append(req)
+        finished = frozenset(self._just_finished)
+        self._just_finished.clear()
+        return SchedulerOutput(scheduled=tuple(out), finished_req_ids=finished)
+
+    def update(self, sched: SchedulerOutput, valid: dict[ReqId, list[int]], drafts: dict[ReqId, list[int]]) -> None:
+        """Rule 4: rewind c past rejected drafts, append tokens up to the stop conditions, count."""
+        by_id = {r.req_id: r for r in self.running}
+        for item in sched.scheduled:
+            req = by_id[item.req_id]
+            tokens = valid.get(item.req_id, [])
+            n = len(item.spec_token_ids)
+            req.stats.num_steps += 1
+            if n > 0:
+                req.num_computed_tokens -= n + 1 - len(tokens)
+                req.stats.num_draft_tokens += n
+                req.stats.num_accepted_tokens += len(tokens) - 1
+            done = False
+            for token in tokens:
+                req.output_token_ids.append(token)
+                if len(req.output_token_ids) >= req.sampling.max_tokens or req.num_tokens >= self.config.max_model_len:
+                    done = True
+                    break
+            req.spec_token_ids = [] if done else list(drafts.get(item.req_id, []))
+            if done:
+                self.running.remove(req)
+                self.finished.append(req)
+                self._just_finished.add(req.req_id)

@@ -1,0 +1,155 @@
+"""Layout conformance (parallel.md §5): run the built-in prompts greedily in one layout on every
+rank, and compare a layout's logits and tokens with the single-rank baseline L0.
+
+The rank workers are module-level functions so ``spawn_ranks`` can start them by name."""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+from arctic_ref.model.config import ModelConfig, tiny_config
+from arctic_ref.model.weights import random_weights
+from arctic_ref.parallel.comm import build_groups, counting
+from arctic_ref.parallel.launch import RankInfo
+from arctic_ref.parallel.layout import ParallelLayout
+from arctic_ref.parallel.plan import StepMode
+from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
+from arctic_ref.runner.requests import SamplingParams
+from arctic_ref.runner.scheduler import SchedulerConfig
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
+TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
+
+
+def builtin_prompts(vocab: int) -> list[list[int]]:
+    """P0 = 1..16; P1 = [11..15]×6; P2 = 48 ids from a CPU generator seeded 1234; P3 = [7, 7, 7]."""
+    g = torch.Generator("cpu").manual_seed(1234)
+    return [list(range(1, 17)), [11, 12, 13, 14, 15] * 6, torch.randint(1, vocab, (48,), generator=g).tolist(), [7] * 3]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutCase:
+    name: str
+    tp: int
+    sp: int
+    shift_threshold: int | None = None
+    dtype: str = "float64"
+    budget: int = 64
+    max_tokens: int = 32
+    seed: int = 0
+    count_collectives: bool = False
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.sp
+
+
+LAYOUTS: tuple[LayoutCase, ...] = (
+    LayoutCase(name="L0", tp=1, sp=1),
+    LayoutCase(name="L1", tp=2, sp=1),
+    LayoutCase(name="L2", tp=1, sp=2),
+    LayoutCase(name="L3", tp=2, sp=2),
+    LayoutCase(name="L4", tp=1, sp=4),
+    LayoutCase(name="L5", tp=4, sp=1),
+    LayoutCase(name="L6", tp=2, sp=2, shift_threshold=16),
+    LayoutCase(name="L7", tp=2, sp=2, shift_threshold=2**31 - 1),
+    LayoutCase(name="L8", tp=1, sp=2, shift_threshold=16),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutOutcome:
+    case: LayoutCase
+    results: tuple[RequestResult, ...]
+    records: tuple[SampleRecord, ...]
+    modes: Counter[StepMode]
+    collectives: Counter[tuple[str, str]] = field(default_factory=Counter)  # (op, group kind) per step
+
+
+def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None) -> LayoutOutcome:
+    """One layout on this rank (every rank runs it, SPMD)."""
+    model = config or tiny_config()
+    layout = ParallelLayout(info.world_size, case.tp, case.sp)
+    groups = build_groups(layout, info.rank)
+    log_groups, log = counting(groups)
+    engine = EngineConfig(
+        model=model, layout=layout, dtype=DTYPES[case.dtype], shift_threshold=case.shift_threshold,
+        scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=case.budget, max_model_len=1024),
+    )  # fmt: skip
+    runner = build_runner(engine, random_weights(model, case.seed), log_groups)
+    records: list[SampleRecord] = []
+    prompts = builtin_prompts(model.vocab_size)
+    results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=case.max_tokens)] * len(prompts),
+                           records=records)  # fmt: skip
+    collectives = Counter((call.op, call.group) for call in log)
+    return LayoutOutcome(case=case, results=tuple(results), records=tuple(records),
+                         modes=Counter(r.mode for r in records), collectives=collectives)  # fmt: skip
+
+
+def run_cases(info: RankInfo, cases: tuple[LayoutCase, ...]) -> list[LayoutOutcome] | None:
+    """Every case in order; rank 0 returns the outcomes (the others' are identical by construction)."""
+    outcomes = [run_case(info, case) for case in cases]
+    return outcomes if info.rank == 0 else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    """A layout against L0 (parallel.md §5.4)."""
+
+    layout: str
+    dtype: str
+    max_abs: float
+    mean_abs: float
+    compared_rows: int
+    identical_tokens: bool
+    first_divergence: str  # "none" or (prompt, token index, step, mode, tokens, margin, |Δ| there)
+    min_margin: float
+    failed: bool
+
+
+def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
+    """Logits compared per sampled position while both runs share the token history; a token
+    divergence fails when L0's top-1/top-2 margin there exceeds twice the dtype's max tolerance."""
+    dtype = other.case.dtype
+    max_tol, mean_tol = TOLERANCE[dtype]
+    base_rows = {(r.prompt_index, r.num_tokens): r for r in baseline.records}
+    base_out = {r.prompt_index: r.output_token_ids for r in baseline.results}
+    other_out = {r.prompt_index: r.output_token_ids for r in other.results}
+    diverged_at = {}
+    for prompt, tokens in base_out.items():
+        theirs = other_out[prompt]
+        index = next((i for i, (a, b) in enumerate(zip(tokens, theirs, strict=False)) if a != b), None)
+        if index is None and len(tokens) != len(theirs):
+            index = min(len(tokens), len(theirs))
+        if index is not None:
+            diverged_at[prompt] = index
+    vocab = baseline.records[0].logits.shape[-1]
+    prompt_lengths = [len(p) for p in builtin_prompts(vocab)]
+    deltas, margins, first = [], [], "none"
+    failed = False
+    for record in other.records:
+        base = base_rows.get((record.prompt_index, record.num_tokens))
+        token_index = record.num_tokens - prompt_lengths[record.prompt_index]
+        if base is None or token_index > diverged_at.get(record.prompt_index, 10**9):
+            continue
+        delta = (record.logits.double() - base.logits.double()).abs()
+        top2 = base.logits.double().topk(2).values
+        margin = float(top2[0] - top2[1])
+        margins.append(margin)
+        deltas.append(delta)
+        if token_index == diverged_at.get(record.prompt_index):
+            ours, theirs = base_out[record.prompt_index], other_out[record.prompt_index]
+            first = (f"prompt {record.prompt_index} token {token_index} step {record.step} mode {record.mode}: "
+                     f"L0 {ours[token_index] if token_index < len(ours) else None} vs "
+                     f"{theirs[token_index] if token_index < len(theirs) else None}, "
+                     f"L0 margin {margin:.3g}, max|Δ| {float(delta.max()):.3g}")  # fmt: skip
+            failed |= margin > 2 * max_tol
+    stacked = torch.cat([d.flatten() for d in deltas]) if deltas else torch.zeros(1)
+    max_abs, mean_abs = float(stacked.max()), float(stacked.mean())
+    failed |= max_abs > max_tol or (mean_tol is not None and mean_abs > mean_tol)
+    if dtype == "float64":
+        failed |= bool(diverged_at)
+    return Comparison(layout=other.case.name, dtype=dtype, max_abs=max_abs, mean_abs=mean_abs,
+                      compared_rows=len(deltas), identical_tokens=not diverged_at, first_divergence=first,
+                      min_margin=min(margins) if margins else float("nan"), failed=failed)  # fmt: skip
