@@ -18,7 +18,7 @@ class AttentionMetadata:
 
     query_start_loc: tuple[int, ...]
     seq_lens: tuple[int, ...]
-    context_slots: tuple[Int[Tensor, "context"], ...]
+    context_slots: tuple[Int[Tensor, "_"], ...]  # one length per request
 
     def __post_init__(self) -> None:
         if len(self.query_start_loc) != len(self.seq_lens) + 1 or len(self.seq_lens) != len(self.context_slots):
