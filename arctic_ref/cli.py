@@ -1,4 +1,4 @@
-"""``arctic-ref check | simulate``: the command line (the only place that reads argv)."""
+"""``arctic-ref check | generate | simulate``: the command line (the only place that reads argv)."""
 
 import argparse
 import json
@@ -12,6 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from arctic_ref.parallel.launch import RankFailed
+from arctic_ref.runner.generate import GenerateJob, format_results, generate, read_prompts
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
@@ -165,6 +167,31 @@ def _simulate(args: argparse.Namespace) -> int:
     return status
 
 
+def _generate(args: argparse.Namespace) -> int:
+    job = GenerateJob(
+        model=args.model, seed=args.seed, dtype=args.dtype, tp=args.tp, sp=args.sp,
+        shift_threshold=args.shift_threshold, spec=args.spec, num_spec_tokens=args.num_spec_tokens,
+        prompts=read_prompts(args.prompts) if args.prompts else None, max_tokens=args.max_tokens,
+        temperature=args.temperature, sampling_seed=args.sampling_seed, device=args.device,
+    )  # fmt: skip
+    engine = job.engine()
+    _say(f"arctic-ref generate: {engine.layout.world_size} rank(s), tp {args.tp} sp {args.sp}, {args.dtype}, "
+         f"spec {args.spec}, {'greedy' if args.temperature == 0 else f'temperature {args.temperature}'}")  # fmt: skip
+    try:
+        results = generate(job)
+    except RankFailed as error:
+        _say(f"arctic-ref generate: {error}")
+        return 1
+    if args.json:
+        for r in results:
+            print(json.dumps({"prompt_index": r.prompt_index, "output_token_ids": list(r.output_token_ids),
+                              "num_steps": r.num_steps, "num_draft_tokens": r.num_draft_tokens,
+                              "num_accepted_tokens": r.num_accepted_tokens}))  # fmt: skip
+    else:
+        print(format_results(results, job.prompt_ids(engine.model)))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arctic-ref", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -172,6 +199,22 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
     )
     check.set_defaults(run=_check)
+    gen = commands.add_parser("generate", help="generate with a layout and drafter (spec runner.md §4)")
+    gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")
+    gen.add_argument("--seed", type=int, default=0, help="weights of tiny")
+    gen.add_argument("--dtype", choices=["float64", "float32", "bfloat16"], default="float64")
+    gen.add_argument("--tp", type=int, default=1)
+    gen.add_argument("--sp", type=int, default=1)
+    gen.add_argument("--shift-threshold", type=int, default=None, help="enable shift parallelism (needs --sp > 1)")
+    gen.add_argument("--spec", choices=["none", "suffix", "ngram", "arctic"], default="none")
+    gen.add_argument("--num-spec-tokens", type=int, default=None)
+    gen.add_argument("--prompts", type=Path, help='JSON lines, each {"prompt_token_ids": [...]}')
+    gen.add_argument("--max-tokens", type=int, default=32)
+    gen.add_argument("--temperature", type=float, default=0.0)
+    gen.add_argument("--sampling-seed", type=int, default=0)
+    gen.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    gen.add_argument("--json", action="store_true", help="one JSON object per request, prompt order")
+    gen.set_defaults(run=_generate)
     sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (spec suffix-decoding.md §8)")
     source = sim.add_mutually_exclusive_group()
     source.add_argument("--trace", type=Path, help="JSONL: prompt_token_ids, response_token_ids, optional req_id")

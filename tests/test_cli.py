@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from arctic_ref.cli import main
+from arctic_ref.parallel.launch import RankInfo
+from arctic_ref.runner.generate import GenerateJob, generate_on_rank
 from arctic_ref.suffix.trace import read_trace, write_trace
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE
@@ -94,3 +96,51 @@ def test_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check"]) == 0
     report = capsys.readouterr().out
     assert "FAIL" not in report.split("batteries passed")[0] and "suffix tree vs naive oracle" in report
+
+
+def test_generate_json_matches_the_python_api(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["generate", "--max-tokens", "6", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = generate_on_rank(RankInfo(0, 1, "gloo"), GenerateJob(max_tokens=6))
+    assert expected is not None
+    assert [line["output_token_ids"] for line in lines] == [list(r.output_token_ids) for r in expected]
+    assert list(lines[0]) == [
+        "prompt_index",
+        "output_token_ids",
+        "num_steps",
+        "num_draft_tokens",
+        "num_accepted_tokens",
+    ]
+    assert [line["prompt_index"] for line in lines] == [0, 1, 2, 3]
+
+
+def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["generate", "--max-tokens", "5", "--json", "--temperature", "0.9", "--sampling-seed", "3"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert main(args) == 0
+    assert capsys.readouterr().out == first
+    assert main([*args[:-1], "4"]) == 0
+    assert capsys.readouterr().out != first
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tp", "2", "--sp", "3"], "num_attention_heads(8) is not divisible by tp(2) * sp(3) = 6"),
+        (["--tp", "0"], "world_size must be >= 1 (got 0)"),
+        (["--shift-threshold", "4"], "shift parallelism requires ulysses_sequence_parallel_size > 1 (got 1)"),
+        (["--sp", "2", "--shift-threshold", "-1"], "shift_parallel_threshold must be >= 0 (got -1)"),
+        (["--spec", "suffix"], "--spec suffix is not available yet"),
+    ],
+)
+def test_generate_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(["generate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_generate_rejects_out_of_vocab_prompts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt_token_ids": [1, 2, 600]}\n')
+    assert main(["generate", "--prompts", str(prompts)]) == 2
+    assert "[0, 512)" in capsys.readouterr().err

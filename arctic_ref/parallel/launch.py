@@ -7,6 +7,7 @@ import os
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -33,6 +34,7 @@ def _entry(
     index: int, fn: Callable[[RankInfo, Any], Any], arg: Any, world: int, backend: str, workdir: str, timeout_s: float
 ) -> None:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    warnings.filterwarnings("ignore", category=FutureWarning, module="torch.distributed")  # all_gather_into_tensor
     if backend == "nccl":
         torch.cuda.set_device(index)
     dist.init_process_group(

@@ -1,0 +1,139 @@
+"""``arctic-ref generate`` behind the command line: a frozen job, validated in the parent (usage
+errors before any process starts), then run SPMD on every rank (runner.md §4)."""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from arctic_ref.model.config import ModelConfig, tiny_config
+from arctic_ref.model.weights import Weights, load_weights, random_weights
+from arctic_ref.parallel.comm import build_groups
+from arctic_ref.parallel.launch import RankInfo, spawn_ranks
+from arctic_ref.parallel.layout import ParallelLayout
+from arctic_ref.runner.engine import EngineConfig, RequestResult, build_runner, run_requests
+from arctic_ref.runner.requests import SamplingParams
+from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.testing.conformance import builtin_prompts
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
+SPECS = ("none", "suffix", "ngram", "arctic")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenerateJob:
+    model: str = "tiny"  # "tiny" or a checkpoint directory
+    seed: int = 0
+    dtype: str = "float64"
+    tp: int = 1
+    sp: int = 1
+    shift_threshold: int | None = None
+    spec: str = "none"
+    num_spec_tokens: int | None = None
+    prompts: tuple[tuple[int, ...], ...] | None = None  # None: the built-in prompts
+    max_tokens: int = 32
+    temperature: float = 0.0
+    sampling_seed: int = 0
+    device: str = "cpu"
+
+    def model_config(self) -> ModelConfig:
+        return tiny_config() if self.model == "tiny" else ModelConfig.load(Path(self.model))
+
+    def engine(self) -> EngineConfig:
+        """Every usage check (layout V1–V10, dtype, spec, prompts, devices) as ValueError."""
+        if self.dtype not in DTYPES:
+            raise ValueError(f"--dtype must be one of {sorted(DTYPES)} (got {self.dtype!r})")
+        if self.spec not in SPECS:
+            raise ValueError(f"--spec must be one of {list(SPECS)} (got {self.spec!r})")
+        if self.spec != "none":
+            raise ValueError(f"--spec {self.spec} is not available yet in this build (only --spec none)")
+        if self.max_tokens < 1 or self.temperature < 0:
+            raise ValueError(f"--max-tokens({self.max_tokens}) must be >= 1 and --temperature({self.temperature}) >= 0")
+        config = self.model_config()
+        layout = ParallelLayout(self.tp * self.sp, self.tp, self.sp)
+        if self.device == "cuda" and layout.world_size > torch.cuda.device_count():
+            raise ValueError(f"world size {layout.world_size} > visible GPUs ({torch.cuda.device_count()})")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"--device must be cpu or cuda (got {self.device!r})")
+        prompts = self.prompt_ids(config)
+        bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < config.vocab_size]
+        if bad or any(not p for p in prompts):
+            raise ValueError(f"prompt token ids must be in [0, {config.vocab_size}) and prompts non-empty: {bad[:5]}")
+        max_len = min(config.max_position_embeddings, 1024)
+        too_long = [i for i, p in enumerate(prompts) if len(p) >= max_len]
+        if too_long:
+            raise ValueError(f"prompts {too_long} are not shorter than max_model_len({max_len})")
+        return EngineConfig(
+            model=config, layout=layout, dtype=DTYPES[self.dtype], shift_threshold=self.shift_threshold,
+            scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=max_len),
+            device=self.device, cuda_graphs=False,
+        )  # fmt: skip
+
+    def prompt_ids(self, config: ModelConfig) -> list[list[int]]:
+        return [list(p) for p in self.prompts] if self.prompts is not None else builtin_prompts(config.vocab_size)
+
+    def weights(self, config: ModelConfig) -> Weights:
+        if self.model == "tiny":
+            return random_weights(config, self.seed)
+        return load_weights(Path(self.model), config, torch.float64)
+
+
+def read_prompts(path: Path) -> tuple[tuple[int, ...], ...]:
+    """JSON lines, each ``{"prompt_token_ids": [...]}``."""
+    out = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.strip():
+            ids = json.loads(line).get("prompt_token_ids")
+            if not isinstance(ids, list) or not all(isinstance(t, int) for t in ids):
+                raise ValueError(f"{path}:{number}: prompt_token_ids must be a list of ints")
+            out.append(tuple(ids))
+    return tuple(out)
+
+
+def generate_on_rank(info: RankInfo, job: GenerateJob) -> list[RequestResult] | None:
+    """One rank's share: every rank schedules, samples and drafts identically; rank 0 reports."""
+    engine = job.engine()
+    device = torch.device(f"cuda:{info.rank}" if job.device == "cuda" else "cpu")
+    if job.device == "cuda":
+        engine = EngineConfig(model=engine.model, layout=engine.layout, dtype=engine.dtype,
+                              shift_threshold=engine.shift_threshold, scheduler=engine.scheduler,
+                              device=str(device), cuda_graphs=engine.cuda_graphs)  # fmt: skip
+    groups = build_groups(engine.layout, info.rank)
+    runner = build_runner(engine, job.weights(engine.model), groups)
+    prompts = job.prompt_ids(engine.model)
+    params = [
+        SamplingParams(
+            temperature=job.temperature,
+            seed=job.sampling_seed + r if job.temperature > 0 else None,
+            max_tokens=job.max_tokens,
+        )
+        for r in range(len(prompts))
+    ]
+    results = run_requests(runner, engine.scheduler, prompts, params)
+    return results if info.rank == 0 else None
+
+
+def generate(job: GenerateJob, *, timeout_s: float = 600.0) -> list[RequestResult]:
+    engine = job.engine()  # usage errors here, before any process starts
+    backend = "nccl" if job.device == "cuda" else "gloo"
+    results = spawn_ranks(generate_on_rank, job, world_size=engine.layout.world_size, backend=backend,
+                          timeout_s=timeout_s)[0]  # fmt: skip
+    assert results is not None
+    return list(results)
+
+
+def format_results(results: Sequence[RequestResult], prompts: Sequence[Sequence[int]]) -> str:
+    rows = [("prompt", "prompt len", "outputs", "steps", "drafts", "accepted", "acceptance")]
+    for r in results:
+        rate = f"{r.num_accepted_tokens / r.num_draft_tokens:.2f}" if r.num_draft_tokens else "-"
+        rows.append((str(r.prompt_index), str(len(prompts[r.prompt_index])), str(len(r.output_token_ids)),
+                     str(r.num_steps), str(r.num_draft_tokens), str(r.num_accepted_tokens), rate))  # fmt: skip
+    drafts = sum(r.num_draft_tokens for r in results)
+    accepted = sum(r.num_accepted_tokens for r in results)
+    rows.append(("total", str(sum(len(p) for p in prompts)), str(sum(len(r.output_token_ids) for r in results)),
+                 str(sum(r.num_steps for r in results)), str(drafts), str(accepted),
+                 f"{accepted / drafts:.2f}" if drafts else "-"))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row)) for row in rows)
