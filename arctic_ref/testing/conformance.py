@@ -17,6 +17,7 @@ from arctic_ref.parallel.plan import StepMode
 from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
@@ -38,7 +39,7 @@ class LayoutCase:
     budget: int = 64
     max_tokens: int = 32
     seed: int = 0
-    count_collectives: bool = False
+    device: str = "cpu"  # "cuda": rank r on cuda:r (NCCL)
 
     @property
     def world_size(self) -> int:
@@ -56,6 +57,7 @@ LAYOUTS: tuple[LayoutCase, ...] = (
     LayoutCase(name="L7", tp=2, sp=2, shift_threshold=2**31 - 1),
     LayoutCase(name="L8", tp=1, sp=2, shift_threshold=16),
 )
+L9 = LayoutCase(name="L9", tp=2, sp=4, shift_threshold=16)  # the worked 8-GPU layout: GPU suite only
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +78,7 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
     engine = EngineConfig(
         model=model, layout=layout, dtype=DTYPES[case.dtype], shift_threshold=case.shift_threshold,
         scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=case.budget, max_model_len=1024),
+        device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu",
     )  # fmt: skip
     runner = build_runner(engine, random_weights(model, case.seed), log_groups)
     records: list[SampleRecord] = []
@@ -153,3 +156,26 @@ def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
     return Comparison(layout=other.case.name, dtype=dtype, max_abs=max_abs, mean_abs=mean_abs,
                       compared_rows=len(deltas), identical_tokens=not diverged_at, first_divergence=first,
                       min_margin=min(margins) if margins else float("nan"), failed=failed)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorldOutcome:
+    """Everything one spawn of a world size produced (rank 0's view; exchange checks of every rank
+    are all-reduced into rank 0's figures by taking the worst)."""
+
+    layouts: list[LayoutOutcome]
+    checks: dict[str, float]
+
+
+def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | None:
+    """The layout cases of this world size, then the exchange, KV-invariance (world 4) and
+    shift-logit-order (world 4) checks: one spawn per world size, as ``arctic-ref check`` runs it."""
+    layouts = [run_case(info, case) for case in cases]
+    checks = {f"exchanges.{k}": v for k, v in check_exchanges(info, None).items()}
+    if info.world_size == 4:
+        for sizes in ((2, 2), (4, 1)):
+            checks |= {
+                f"kv-invariance.S{sizes[0]}xT{sizes[1]}.{k}": v for k, v in check_kv_invariance(info, sizes).items()
+            }
+        checks |= {f"logits-order.{k}": v for k, v in check_logits_order(info, None).items()}
+    return WorldOutcome(layouts=layouts, checks=checks) if info.rank == 0 else None

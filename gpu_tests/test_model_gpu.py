@@ -1,0 +1,73 @@
+"""The model on one GPU in bfloat16 against the float64 CPU baseline (parallel.md §5.2 table), and
+the layout conformance over NCCL when enough GPUs exist (skipped otherwise, saying why)."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from arctic_ref.model.config import tiny_config
+from arctic_ref.model.weights import random_weights
+from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
+from arctic_ref.parallel.launch import RankInfo, spawn_ranks
+from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
+from arctic_ref.testing.conformance import L9, LAYOUTS, TOLERANCE, builtin_prompts, compare, run_cases
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+SOLO = SoloComm(0)
+
+
+def _run(dtype: torch.dtype, device: str) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
+    config = tiny_config()
+    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), dtype=dtype, device=device,
+                          scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+    records: list[SampleRecord] = []
+    prompts = builtin_prompts(config.vocab_size)
+    runner = build_runner(engine, random_weights(config, 0), RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO))
+    results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=32)] * 4, records=records)
+    return [r.output_token_ids for r in results], records
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=str)
+def test_model_on_gpu_against_float64_cpu(dtype: torch.dtype) -> None:
+    """Per-step logits while histories agree, against the dtype's row of the tolerance table."""
+    cpu_out, cpu_rows = _run(torch.float64, "cpu")
+    gpu_out, gpu_rows = _run(dtype, "cuda")
+    name = str(dtype).removeprefix("torch.")
+    max_tol, mean_tol = TOLERANCE[name]
+    by_key = {(r.prompt_index, r.num_tokens): r for r in cpu_rows}
+    deltas, flips, margins = [], 0, []
+    for row in gpu_rows:
+        ref = by_key.get((row.prompt_index, row.num_tokens))
+        if ref is None:
+            continue
+        delta = (row.logits.double() - ref.logits).abs()
+        deltas.append(delta)
+        top2 = ref.logits.topk(2).values
+        margin = float(top2[0] - top2[1])
+        if int(row.logits.double().argmax()) != int(ref.logits.argmax()):
+            flips += 1
+            margins.append(margin)
+            assert margin <= 2 * max_tol, f"argmax flip at margin {margin}"
+    everything = torch.cat([d.flatten() for d in deltas])
+    identical = sum(a == b for a, b in zip(cpu_out, gpu_out, strict=True))
+    print(f"\n{name} on GPU vs float64 CPU: max|Δ| {float(everything.max()):.2e}, mean {float(everything.mean()):.2e}, "
+          f"{len(deltas)} rows, argmax flips {flips} (margins {margins}), identical requests {identical}/4")  # fmt: skip
+    assert float(everything.max()) <= max_tol
+    if mean_tol is not None:
+        assert float(everything.mean()) <= mean_tol
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+def test_layouts_over_nccl(world: int) -> None:
+    """L1–L9 over NCCL, float64, against L0 on the CPU (parallel.md §5.1, runner.md §6 item 6)."""
+    if torch.cuda.device_count() < world:
+        pytest.skip(f"needs {world} GPUs, {torch.cuda.device_count()} visible")
+    cases = tuple(replace(c, device="cuda") for c in (*LAYOUTS, L9) if c.world_size == world)
+    baseline = run_cases(RankInfo(0, 1, "gloo"), (LAYOUTS[0],))
+    assert baseline is not None
+    outcomes = spawn_ranks(run_cases, cases, world_size=world, backend="nccl", timeout_s=600)[0]
+    for outcome in outcomes:
+        result = compare(baseline[0], outcome)
+        print(f"\n{outcome.case.name} NCCL: max|Δ| {result.max_abs:.2e}, first divergence {result.first_divergence}")
+        assert not result.failed
