@@ -31,7 +31,13 @@ class RankFailed(RuntimeError):
 
 
 def _entry(
-    index: int, fn: Callable[[RankInfo, Any], Any], arg: Any, world: int, backend: str, workdir: str, timeout_s: float
+    index: int,
+    fn: Callable[[RankInfo, Any], Any],
+    arg: Any,
+    world: int,
+    backend: str,
+    workdir: str,
+    timeout_s: float | int,
 ) -> None:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     warnings.filterwarnings("ignore", category=FutureWarning, module="torch.distributed")  # all_gather_into_tensor
@@ -51,8 +57,24 @@ def _entry(
         dist.destroy_process_group()
 
 
+def _other_errors(workdir: str, seen: int) -> str:
+    """Tracebacks of every other rank that failed: the first failure noticed need not be the cause
+    (a peer of a crashed rank fails in its next collective)."""
+    notes = [
+        f"\nrank {path.stem.removeprefix('error-')} also failed:\n{path.read_text()}"
+        for path in sorted(Path(workdir).glob("error-*.txt"))
+        if path.stem != f"error-{seen}"
+    ]
+    return "".join(notes)
+
+
 def spawn_ranks(
-    fn: Callable[[RankInfo, Any], Any], arg: Any, *, world_size: int, backend: str = "gloo", timeout_s: float = 300.0
+    fn: Callable[[RankInfo, Any], Any],
+    arg: Any,
+    *,
+    world_size: int,
+    backend: str = "gloo",
+    timeout_s: float | int = 300.0,
 ) -> list[Any]:
     """``fn(RankInfo, arg)`` on every rank (``fn`` must be importable by name); returns each rank's
     result. world_size 1 runs in-process without a process group."""
@@ -74,11 +96,15 @@ def spawn_ranks(
                     alive = [i for i, p in enumerate(context.processes) if p.is_alive()]
                     raise RankFailed(f"ranks {alive} of {world_size} did not finish within {timeout_s:.0f} s")
         except ProcessRaisedException as error:
-            raise RankFailed(f"rank {error.error_index} failed:\n{error}") from None
+            raise RankFailed(
+                f"rank {error.error_index} failed:\n{error}{_other_errors(workdir, error.error_index)}"
+            ) from None
         except ProcessExitedException as error:
             detail = Path(workdir) / f"error-{error.error_index}.txt"
             text = detail.read_text() if detail.exists() else f"exit code {error.exit_code}"
-            raise RankFailed(f"rank {error.error_index} exited:\n{text}") from None
+            raise RankFailed(
+                f"rank {error.error_index} exited:\n{text}{_other_errors(workdir, error.error_index)}"
+            ) from None
         finally:
             for process in context.processes:
                 if process.is_alive():
