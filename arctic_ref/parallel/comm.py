@@ -131,7 +131,7 @@ class CountingComm:
     def size(self) -> int:
         return self.inner.size
 
-    def _record(self, op: str, x: Tensor, elements: float) -> None:
+    def _record(self, op: str, x: Tensor, elements: float | int) -> None:
         if self.size > 1:
             count = round(elements)
             self.log.append(CommCall(op, self.name, self.members, count, count * x.element_size()))
