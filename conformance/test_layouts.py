@@ -18,23 +18,24 @@ LAYERS = 4
 BY_NAME = {case.name: case for case in LAYOUTS}
 LOW_PRECISION = tuple(replace(BY_NAME[n], dtype=d) for n in ("L3", "L7") for d in ("float32", "bfloat16"))
 LOW_BASELINES = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bfloat16"))
+SPECULATIVE = tuple(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8"))
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[tuple[str, str], LayoutOutcome]:
-    solo = run_cases(RankInfo(0, 1, "gloo"), (BY_NAME["L0"], *LOW_BASELINES))
+    solo = run_cases(RankInfo(0, 1, "gloo"), (BY_NAME["L0"], *LOW_BASELINES, SPECULATIVE[0]))
     assert solo is not None
-    found = {(o.case.name, o.case.dtype): o for o in solo}
+    found = {(o.case.label, o.case.dtype): o for o in solo}
     for world in (2, 4):
-        cases: tuple[LayoutCase, ...] = tuple(c for c in LAYOUTS if c.world_size == world)
+        cases: tuple[LayoutCase, ...] = tuple(c for c in (*LAYOUTS, *SPECULATIVE) if c.world_size == world)
         if world == 4:
             cases += LOW_PRECISION
         result = spawn_ranks(run_cases, cases, world_size=world, timeout_s=600)[0]
-        found |= {(o.case.name, o.case.dtype): o for o in result}
+        found |= {(o.case.label, o.case.dtype): o for o in result}
     return found
 
 
-@pytest.mark.parametrize("name", [c.name for c in LAYOUTS[1:]])
+@pytest.mark.parametrize("name", [c.name for c in LAYOUTS[1:]] + [c.label for c in SPECULATIVE])
 def test_layout_matches_baseline_in_float64(outcomes: dict[tuple[str, str], LayoutOutcome], name: str) -> None:
     base, other = outcomes[("L0", "float64")], outcomes[(name, "float64")]
     result = compare(base, other)
@@ -45,6 +46,8 @@ def test_layout_matches_baseline_in_float64(outcomes: dict[tuple[str, str], Layo
     assert result.max_abs <= 1e-9
     assert result.compared_rows == sum(len(r.output_token_ids) for r in base.results)
     assert [r.output_token_ids for r in other.results] == [r.output_token_ids for r in base.results]
+    if other.case.drafter != "none":  # runner.md §6 item 1: lossless, and drafts were really made
+        assert sum(r.num_draft_tokens for r in other.results) > 0
 
 
 @pytest.mark.parametrize(("name", "dtype"), [(c.name, c.dtype) for c in LOW_PRECISION])

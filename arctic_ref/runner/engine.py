@@ -15,6 +15,7 @@ from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode
+from arctic_ref.runner.drafters import Drafter, NoDrafter
 from arctic_ref.runner.requests import RequestState, SamplingParams
 from arctic_ref.runner.runner import ReferenceRunner
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
@@ -64,6 +65,7 @@ class RequestResult:
     num_steps: int
     num_draft_tokens: int
     num_accepted_tokens: int
+    num_verify_steps: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +79,9 @@ class SampleRecord:
     logits: Tensor
 
 
-def build_runner(config: EngineConfig, full: Weights, groups: RankGroups) -> ReferenceRunner:
+def build_runner(
+    config: EngineConfig, full: Weights, groups: RankGroups, drafter: Drafter | None = None
+) -> ReferenceRunner:
     """Base model shard (t, T); shift model shard (t·S + s, P) when shift is enabled; one cache."""
     layout, cfg = config.layout, config.model
     device = torch.device(config.device)
@@ -103,6 +107,7 @@ def build_runner(config: EngineConfig, full: Weights, groups: RankGroups) -> Ref
         graphs=config.graph_tables(),
         groups=groups,
         device=device,
+        drafter=drafter or NoDrafter(),
     )
 
 
@@ -131,18 +136,15 @@ def run_requests(
         known = {r.req_id: r.num_tokens for r in scheduler.running}
         out = runner.step(sched)
         if records is not None:
-            for row, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
-                if tokens:
-                    records.append(
-                        SampleRecord(
-                            prompt_index=index[req_id],
-                            num_tokens=known[req_id],
-                            step=step,
-                            mode=out.stats.mode,
-                            logits=out.sample_logits[row].cpu(),
-                        )
-                    )
-        scheduler.update(sched, dict(zip(out.req_ids, (list(t) for t in out.sampled_token_ids), strict=True)), {})
+            for i, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
+                for k, _ in enumerate(tokens):  # token k came from the request's k-th logits row
+                    records.append(SampleRecord(prompt_index=index[req_id], num_tokens=known[req_id] + k, step=step,
+                                                mode=out.stats.mode, logits=out.sample_logits[out.logits_rows[i][k]].cpu()))  # fmt: skip
+        scheduler.update(
+            sched,
+            dict(zip(out.req_ids, (list(t) for t in out.sampled_token_ids), strict=True)),
+            dict(zip(out.req_ids, (list(t) for t in out.spec_token_ids), strict=True)),
+        )
         step += 1
     finished = sorted(scheduler.finished, key=lambda r: index[r.req_id])
     return [
@@ -152,6 +154,7 @@ def run_requests(
             num_steps=r.stats.num_steps,
             num_draft_tokens=r.stats.num_draft_tokens,
             num_accepted_tokens=r.stats.num_accepted_tokens,
+            num_verify_steps=r.stats.num_verify_steps,
         )
         for r in finished
     ]

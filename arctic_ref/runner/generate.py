@@ -13,9 +13,11 @@ from arctic_ref.model.weights import Weights, load_weights, random_weights
 from arctic_ref.parallel.comm import build_groups
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
+from arctic_ref.runner.drafters import Drafter, NgramDrafter, NoDrafter, SuffixDrafter
 from arctic_ref.runner.engine import EngineConfig, RequestResult, build_runner, run_requests
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.testing.conformance import builtin_prompts
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -47,8 +49,10 @@ class GenerateJob:
             raise ValueError(f"--dtype must be one of {sorted(DTYPES)} (got {self.dtype!r})")
         if self.spec not in SPECS:
             raise ValueError(f"--spec must be one of {list(SPECS)} (got {self.spec!r})")
-        if self.spec != "none":
-            raise ValueError(f"--spec {self.spec} is not available yet in this build (only --spec none)")
+        if self.spec == "arctic":
+            raise ValueError("--spec arctic is not available yet in this build (the speculator is issue 6)")
+        if self.num_spec_tokens is not None and not 1 <= self.num_spec_tokens <= MAX_SPEC_LEN:
+            raise ValueError(f"--num-spec-tokens({self.num_spec_tokens}) must be in [1, {MAX_SPEC_LEN}]")
         if self.max_tokens < 1 or self.temperature < 0:
             raise ValueError(f"--max-tokens({self.max_tokens}) must be >= 1 and --temperature({self.temperature}) >= 0")
         config = self.model_config()
@@ -70,6 +74,14 @@ class GenerateJob:
             scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=max_len),
             device=self.device, cuda_graphs=False,
         )  # fmt: skip
+
+    def drafter(self, max_model_len: int) -> Drafter:
+        """none; suffix (max draft ``--num-spec-tokens``, default 32); ngram (k default 3, lookup 5..5)."""
+        if self.spec == "suffix":
+            return SuffixDrafter(max_model_len, num_spec_tokens=self.num_spec_tokens or 32)
+        if self.spec == "ngram":
+            return NgramDrafter(max_model_len, num_spec_tokens=self.num_spec_tokens or 3)
+        return NoDrafter()
 
     def prompt_ids(self, config: ModelConfig) -> list[list[int]]:
         return [list(p) for p in self.prompts] if self.prompts is not None else builtin_prompts(config.vocab_size)
@@ -101,7 +113,7 @@ def generate_on_rank(info: RankInfo, job: GenerateJob) -> list[RequestResult] | 
                               shift_threshold=engine.shift_threshold, scheduler=engine.scheduler,
                               device=str(device), cuda_graphs=engine.cuda_graphs)  # fmt: skip
     groups = build_groups(engine.layout, info.rank)
-    runner = build_runner(engine, job.weights(engine.model), groups)
+    runner = build_runner(engine, job.weights(engine.model), groups, job.drafter(engine.scheduler.max_model_len))
     prompts = job.prompt_ids(engine.model)
     params = [
         SamplingParams(
@@ -136,4 +148,6 @@ def format_results(results: Sequence[RequestResult], prompts: Sequence[Sequence[
                  str(sum(r.num_steps for r in results)), str(drafts), str(accepted),
                  f"{accepted / drafts:.2f}" if drafts else "-"))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row)) for row in rows)
+    verify = sum(r.num_verify_steps for r in results)
+    emitted = f"\nmean tokens emitted per verify step: {(accepted + verify) / verify:.2f}" if verify else ""
+    return "\n".join("  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row)) for row in rows) + emitted

@@ -21,6 +21,7 @@ class RequestStats:
     num_steps: int = 0
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
+    num_verify_steps: int = 0  # steps in which the request had drafts
 
 
 @dataclass(slots=True, kw_only=True)

@@ -14,7 +14,11 @@ from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, fo
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
+from arctic_ref.runner.drafters import Drafter, NoDrafter
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
+from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
+from arctic_ref.spec.rejection import parse_output, rejection_sample
 from arctic_ref.types import ReqId
 
 
@@ -45,14 +49,25 @@ class StepInputs:
     forward: ForwardInputs
     logits_indices: tuple[int, ...]
     partial_prefill: tuple[bool, ...]
+    spec: SpecDecodeMetadata | None  # None when no request has drafts this step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunnerOutput:
     req_ids: tuple[ReqId, ...]
     sampled_token_ids: tuple[tuple[int, ...], ...]  # [] for partial prefills
+    spec_token_ids: tuple[tuple[int, ...], ...]  # next step's drafts per row
     stats: StepStats
-    sample_logits: Float[Tensor, "num_reqs vocab"]  # the rows each request was sampled from
+    sample_logits: Float[Tensor, "num_logits vocab"]  # rows at logits_indices (drafts' targets, then bonus)
+    logits_rows: tuple[tuple[int, ...], ...]  # per request: its rows in sample_logits, in position order
+
+
+def _cumsum(values: list[int]) -> list[int]:
+    out, total = [], 0
+    for v in values:
+        total += v
+        out.append(total)
+    return out
 
 
 def _int64(values: list[int], device: torch.device) -> Tensor:
@@ -62,12 +77,13 @@ def _int64(values: list[int], device: torch.device) -> Tensor:
 def sample_tokens(
     logits: Float[Tensor, "rows vocab"], params: list[SamplingParams], generators: list[torch.Generator | None]
 ) -> list[int]:
-    """Greedy: the first maximum. Random: vLLM's exponential race argmax(p / E), E ~ Exp(1) drawn
+    """Greedy: the first maximum of the float32 logits (the verification path sees the same
+    float32 rows, so greedy speculation is lossless bit for bit). Random: vLLM's exponential race argmax(p / E), E ~ Exp(1) drawn
     from the request's generator, p = softmax(x / τ) in float32."""
     out: list[int] = []
     for row, param, generator in zip(logits, params, generators, strict=True):
         if param.temperature == 0.0:
-            out.append(int(torch.argmax(row)))
+            out.append(int(torch.argmax(row.to(torch.float32))))  # the sampler works in float32, as vLLM's
             continue
         probs = torch.softmax(row.to(torch.float32) / param.temperature, dim=-1)
         race = torch.empty_like(probs).exponential_(generator=generator)
@@ -87,6 +103,7 @@ class ReferenceRunner:
     graphs: GraphTables
     groups: RankGroups
     device: torch.device
+    drafter: Drafter = field(default_factory=NoDrafter)
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
 
     def step(self, sched: SchedulerOutput) -> RunnerOutput:
@@ -98,11 +115,19 @@ class ReferenceRunner:
         model = self.models[plan.mode]
         hidden = forward(model, inputs.forward, self.cache, plan)
         logits = compute_logits(model, hidden[list(inputs.logits_indices)], plan)
-        valid = self.sample(sched, logits, inputs.partial_prefill)
+        if inputs.spec is None:
+            valid = self.sample(sched, logits, inputs.partial_prefill)
+            rows: tuple[tuple[int, ...], ...] = tuple((i,) for i in range(len(sched.scheduled)))
+        else:
+            valid = self.verify(sched, logits, inputs.spec, inputs.partial_prefill)
+            bounds = [0, *(int(c) + i + 1 for i, c in enumerate(_cumsum(inputs.spec.num_draft_tokens)))]
+            rows = tuple(tuple(range(bounds[i], bounds[i + 1])) for i in range(len(sched.scheduled)))
         self.append_sampled(sched, valid)
+        drafts = self.propose(sched, valid)
         return RunnerOutput(
             req_ids=tuple(r.req_id for r in sched.scheduled),
             sampled_token_ids=tuple(tuple(v) for v in valid),
+            spec_token_ids=tuple(tuple(d) for d in drafts),
             stats=StepStats(
                 mode=plan.mode,
                 num_scheduled_tokens=plan.num_scheduled_tokens,
@@ -110,6 +135,7 @@ class ReferenceRunner:
                 graph_size=plan.graph_size,
             ),
             sample_logits=logits,
+            logits_rows=rows,
         )
 
     def prepare_inputs(self, sched: SchedulerOutput, plan: StepPlan) -> StepInputs:
@@ -142,6 +168,11 @@ class ReferenceRunner:
             last_rows.append(starts[-1] - 1)
             partial.append(c + m < len(req.tokens))
         pad = plan.num_input_tokens - len(ids)
+        num_drafts = [len(item.spec_token_ids) for item in sched.scheduled]
+        spec = None
+        if any(num_drafts):
+            spec = SpecDecodeMetadata.build(num_drafts, starts[1:], _int64(ids, self.device), device=self.device)
+            last_rows = [int(i) for i in spec.logits_indices.tolist()]
         return StepInputs(
             forward=ForwardInputs(
                 input_ids=_int64(ids + [0] * pad, self.device),
@@ -153,6 +184,7 @@ class ReferenceRunner:
             ),
             logits_indices=tuple(last_rows),
             partial_prefill=tuple(partial),
+            spec=spec,
         )
 
     def sample(self, sched: SchedulerOutput, logits: Tensor, partial: tuple[bool, ...]) -> list[list[int]]:
@@ -164,6 +196,46 @@ class ReferenceRunner:
         for i, token in zip(rows, tokens, strict=True):
             valid[i] = [token]
         return valid
+
+    def verify(
+        self, sched: SchedulerOutput, logits: Tensor, spec: SpecDecodeMetadata, partial: tuple[bool, ...]
+    ) -> list[list[int]]:
+        """Bonus tokens sampled at the bonus rows, then ``rejection_sample(..., draft_probs=None)`` on
+        the requests that are not partial prefills (those are not sampled at all), then
+        ``parse_output``."""
+        keep = [i for i, p in enumerate(partial) if not p]
+        reqs = [self.batch[sched.scheduled[i].req_id] for i in keep]
+        rows = logits.to(torch.float32)
+        bonus_rows = rows[spec.bonus_logits_indices.long()[keep]]
+        bonus = sample_tokens(bonus_rows, [r.sampling for r in reqs], [r.generator for r in reqs])
+        counts = [spec.num_draft_tokens[i] for i in keep]
+        starts = [0, *_cumsum(spec.num_draft_tokens)]
+        flat = [j for i in keep for j in range(starts[i], starts[i + 1])]
+        temperatures = [r.sampling.temperature for r in reqs]
+        meta = SamplingMetadata(
+            temperature=torch.tensor(temperatures, dtype=torch.float32, device=self.device),
+            all_greedy=all(t == 0 for t in temperatures), all_random=all(t > 0 for t in temperatures),
+            generators={k: r.generator for k, r in enumerate(reqs) if r.generator is not None and r.sampling.temperature > 0},
+        )  # fmt: skip
+        out = rejection_sample(
+            spec.draft_token_ids[flat].long(), counts, max(max(counts), 1),
+            torch.tensor(_cumsum(counts), dtype=torch.int64, device=self.device), None,
+            rows[spec.target_logits_indices.long()[flat]],
+            torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1), meta,
+        )  # fmt: skip
+        valid: list[list[int]] = [[] for _ in partial]
+        for i, tokens in zip(keep, parse_output(out, logits.shape[1]), strict=True):
+            valid[i] = tokens
+        return valid
+
+    def propose(self, sched: SchedulerOutput, valid: list[list[int]]) -> list[list[int]]:
+        """Stages 8–9: the drafter sees every scheduled row with its tokens after this step."""
+        rows = [
+            DraftRow(req_id=item.req_id, token_ids=self.batch[item.req_id].tokens,
+                     num_prompt_tokens=len(self.batch[item.req_id].prompt), sampled=tokens)
+            for item, tokens in zip(sched.scheduled, valid, strict=True)
+        ]  # fmt: skip
+        return self.drafter.propose(rows)
 
     def append_sampled(self, sched: SchedulerOutput, valid: list[list[int]]) -> None:
         for item, tokens in zip(sched.scheduled, valid, strict=True):

@@ -79,6 +79,7 @@ class SimpleScheduler:
                 req.num_computed_tokens -= n + 1 - len(tokens)
                 req.stats.num_draft_tokens += n
                 req.stats.num_accepted_tokens += len(tokens) - 1
+                req.stats.num_verify_steps += 1
             done = False
             for token in tokens:
                 req.output_token_ids.append(token)

@@ -17,7 +17,7 @@ from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.bug_replays import BUG_REPLAYS, check_draft_selection
-from arctic_ref.testing.conformance import LAYOUTS, LayoutOutcome, compare, run_cases, run_world
+from arctic_ref.testing.conformance import LAYOUTS, LayoutCase, LayoutOutcome, compare, run_cases, run_world
 from arctic_ref.testing.differential import run_differential
 from arctic_ref.testing.hf import TRANSFORMERS_AVAILABLE, compare_with_transformers
 from arctic_ref.testing.rejection_kit import check_rejection_sampler
@@ -218,7 +218,7 @@ def run_batteries(progress: Progress) -> list[BatteryResult]:
         results.append(
             BatteryResult(name="layouts", outcome=Outcome.FAIL, compared=0, detail=f"{type(error).__name__}: {error}")
         )
-    progress(f"[+] layouts: {results[-3].outcome if len(results) >= 3 else '?'}")
+    progress(f"[+] layouts: {results[-4].outcome if len(results) >= 4 else '?'}")
     return results
 
 
@@ -361,15 +361,28 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
         RankInfo(0, 1, "gloo"), (LAYOUTS[0], *(replace(LAYOUTS[0], dtype=d) for d in ("float32", "bfloat16")))
     )
     assert solo is not None
-    outcomes = {(o.case.name, o.case.dtype): o for o in solo}
+    outcomes = {(o.case.label, o.case.dtype): o for o in solo}
+    reference = tuple(r.output_token_ids for r in outcomes[("L0", "float64")].results)
+    speculative = tuple(
+        replace(case, drafter=d, reference=reference)
+        for case in LAYOUTS if case.name in ("L0", "L3", "L6")
+        for d in ("ngram", "suffix", "oracle", "junk")
+    )  # fmt: skip
+    spec_solo = run_cases(RankInfo(0, 1, "gloo"), tuple(c for c in speculative if c.world_size == 1))
+    assert spec_solo is not None
+    outcomes |= {(o.case.label, o.case.dtype): o for o in spec_solo}
     checks: dict[str, float] = {}
     for world in (2, 4):
         progress(f"    spawning {world} ranks (gloo) ...")
-        cases = tuple(c for c in LAYOUTS if c.world_size == world) + (low if world == 4 else ())
+        cases = tuple(c for c in (*LAYOUTS, *speculative) if c.world_size == world) + (low if world == 4 else ())
         result = spawn_ranks(run_world, cases, world_size=world, timeout_s=600)[0]
-        outcomes |= {(o.case.name, o.case.dtype): o for o in result.layouts}
+        outcomes |= {(o.case.label, o.case.dtype): o for o in result.layouts}
         checks |= {f"world{world}.{k}": v for k, v in result.checks.items()}
-    comparisons = [compare(outcomes[("L0", o.case.dtype)], o) for key, o in outcomes.items() if key[0] != "L0"]
+    comparisons = [
+        compare(outcomes[("L0", o.case.dtype)], o)
+        for key, o in outcomes.items()
+        if "+" not in key[0] and key[0] != "L0"
+    ]
     failed = [c for c in comparisons if c.failed]
     f64 = [c for c in comparisons if c.dtype == "float64"]
     layouts = BatteryResult(
@@ -395,7 +408,30 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     exchanges = BatteryResult(name="exchanges, kv-invariance, logits-order (world 2, 4)", compared=len(checks),
                               outcome=Outcome.FAIL if bad_checks else Outcome.PASS, detail=", ".join(bad_checks),
                               figures={"raw gather caught": str(all(v > 1e-3 for k, v in checks.items() if "raw_vs_baseline" in k))})  # fmt: skip
-    return [layouts, collectives, exchanges]
+    lossless = _spec_lossless(outcomes, speculative)
+    return [layouts, collectives, exchanges, lossless]
+
+
+def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[LayoutCase, ...]) -> BatteryResult:
+    """runner.md §6 item 1: every drafter on L0, L3, L6 gives L0's greedy tokens (float64), with drafts."""
+    problems, drafts, accepted, verify_steps = [], 0, 0, 0
+    base = outcomes[("L0", "float64")]
+    for case in cases:
+        outcome = outcomes[(case.label, "float64")]
+        result = compare(base, outcome)
+        made = sum(r.num_draft_tokens for r in outcome.results)
+        if result.failed or not result.identical_tokens or made == 0:
+            problems.append(f"{case.label}: drafts {made}, {result.first_divergence}")
+        if case.drafter == "suffix":
+            drafts += made
+            accepted += sum(r.num_accepted_tokens for r in outcome.results)
+            verify_steps += sum(r.num_verify_steps for r in outcome.results)
+    return BatteryResult(
+        name="spec-lossless: none/ngram/suffix/oracle/junk on L0, L3, L6", compared=len(cases),
+        outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
+        figures={"suffix acc": f"{accepted / drafts:.2f} ({accepted}/{drafts})" if drafts else "-",
+                 "mean emitted per verify step": f"{(accepted + verify_steps) / verify_steps:.2f}" if verify_steps else "-"},
+    )  # fmt: skip
 
 
 def _collective_problems(outcomes: dict[tuple[str, str], LayoutOutcome]) -> list[str]:

@@ -14,6 +14,7 @@ from arctic_ref.parallel.comm import build_groups, counting
 from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
+from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, NoDrafter, OracleDrafter, SuffixDrafter
 from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
@@ -40,6 +41,13 @@ class LayoutCase:
     max_tokens: int = 32
     seed: int = 0
     device: str = "cpu"  # "cuda": rank r on cuda:r (NCCL)
+    drafter: str = "none"  # none | suffix | ngram | oracle | junk
+    reference: tuple[tuple[int, ...], ...] = ()  # the oracle drafter's L0 outputs
+    oracle_correct: int = 3
+
+    @property
+    def label(self) -> str:
+        return self.name if self.drafter == "none" else f"{self.name}+{self.drafter}"
 
     @property
     def world_size(self) -> int:
@@ -80,7 +88,7 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
         scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=case.budget, max_model_len=1024),
         device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu",
     )  # fmt: skip
-    runner = build_runner(engine, random_weights(model, case.seed), log_groups)
+    runner = build_runner(engine, random_weights(model, case.seed), log_groups, make_drafter(case, model))
     records: list[SampleRecord] = []
     prompts = builtin_prompts(model.vocab_size)
     results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=case.max_tokens)] * len(prompts),
@@ -88,6 +96,22 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
     collectives = Counter((call.op, call.group) for call in log)
     return LayoutOutcome(case=case, results=tuple(results), records=tuple(records),
                          modes=Counter(r.mode for r in records), collectives=collectives)  # fmt: skip
+
+
+def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter:
+    """The drafters of check's spec-lossless battery (runner.md §5); all deterministic per rank."""
+    max_len = 1024
+    if case.drafter == "suffix":
+        return SuffixDrafter(max_len)
+    if case.drafter == "ngram":
+        return NgramDrafter(max_len, 3, min_n=1, max_n=4)
+    if case.drafter == "oracle":
+        return OracleDrafter(case.reference, case.oracle_correct, model.vocab_size, max_len)
+    if case.drafter == "junk":
+        return JunkDrafter(model.vocab_size, max_len, k=4, seed=case.seed)
+    if case.drafter != "none":
+        raise ValueError(f"unknown drafter {case.drafter!r}")
+    return NoDrafter()
 
 
 def run_cases(info: RankInfo, cases: tuple[LayoutCase, ...]) -> list[LayoutOutcome] | None:
@@ -153,7 +177,7 @@ def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
     failed |= max_abs > max_tol or (mean_tol is not None and mean_abs > mean_tol)
     if dtype == "float64":
         failed |= bool(diverged_at)
-    return Comparison(layout=other.case.name, dtype=dtype, max_abs=max_abs, mean_abs=mean_abs,
+    return Comparison(layout=other.case.label, dtype=dtype, max_abs=max_abs, mean_abs=mean_abs,
                       compared_rows=len(deltas), identical_tokens=not diverged_at, first_divergence=first,
                       min_margin=min(margins) if margins else float("nan"), failed=failed)  # fmt: skip
 
