@@ -19,7 +19,7 @@ from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
 from arctic_ref.suffix.trace import TraceRequest, read_trace
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.batteries import Outcome, format_report, run_batteries
+from arctic_ref.testing.batteries import BATTERY_IDS, Outcome, format_report, run_batteries
 from arctic_ref.testing.upstream import UpstreamSuffixDecodingCache
 
 log = logging.getLogger("arctic_ref")
@@ -54,7 +54,8 @@ class _ProgressBar:
 
 def _check(args: argparse.Namespace) -> int:
     _say("arctic-ref check: conformance batteries on embedded defaults")
-    results = run_batteries(_say)
+    only = frozenset(part for part in args.only.split(",") if part) if args.only else None
+    results = run_batteries(_say, only)
     print(format_report(results))
     failed = [r for r in results if r.outcome is Outcome.FAIL]
     print(f"\n{len(results) - len(failed)} of {len(results)} batteries passed or skipped; {len(failed)} failed")
@@ -198,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
     )
+    check.add_argument("--only", help=f"comma-separated battery ids: {', '.join(BATTERY_IDS)}")
     check.set_defaults(run=_check)
     gen = commands.add_parser("generate", help="generate with a layout and drafter (spec runner.md §4)")
     gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")

@@ -12,6 +12,7 @@ from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.plan import StepMode
 from arctic_ref.testing.conformance import LAYOUTS, LayoutCase, LayoutOutcome, compare, run_cases
 from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
+from arctic_ref.testing.isolation import check_interleaved_layouts
 
 pytestmark = pytest.mark.multiproc
 LAYERS = 4
@@ -112,3 +113,10 @@ def test_shift_logits_come_back_in_vocab_order() -> None:
         assert figures["fixed_max_abs"] <= 1e-9
         assert figures["raw_vs_swapped_max_abs"] <= 1e-9
         assert figures["raw_vs_baseline_max_abs"] > 1e-3  # the fixture really reintroduces the bug
+
+
+def test_interleaved_runners_equal_their_solo_runs_and_touch_no_globals() -> None:
+    """runner.md §1.4 item 4 (world 4): SP2×TP2 with shift and TP4 on the same ranks, stepped
+    alternately; no arctic_ref module global changes while they run."""
+    for figures in spawn_ranks(check_interleaved_layouts, None, world_size=4, timeout_s=300):
+        assert figures == {"interleaved_equal_solo": True, "layouts_agree": True, "changed_globals": []}

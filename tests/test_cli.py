@@ -11,6 +11,7 @@ from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.runner.generate import GenerateJob, generate_on_rank
 from arctic_ref.suffix.trace import read_trace, write_trace
 from arctic_ref.suffix.workload import code_edit_trace
+from arctic_ref.testing.batteries import BATTERY_IDS, all_batteries
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE
 
 
@@ -156,3 +157,13 @@ def test_generate_with_drafts_is_lossless_and_reports_acceptance(capsys: pytest.
     assert [r["output_token_ids"] for r in speculative] == [r["output_token_ids"] for r in plain]
     assert sum(r["num_draft_tokens"] for r in speculative) > 0
     assert all(0 <= r["num_accepted_tokens"] <= r["num_draft_tokens"] for r in speculative)
+
+
+def test_check_only_selects_batteries(capsys: pytest.CaptureFixture[str]) -> None:
+
+    assert [name for name, _ in all_batteries()] + ["layouts"] == list(BATTERY_IDS)
+    assert main(["check", "--only", "layout,cudagraph"]) == 0
+    out = capsys.readouterr().out
+    assert "layout: group tables" in out and "cudagraph:" in out and "suffix tree" not in out
+    assert main(["check", "--only", "nope"]) == 2
+    assert "unknown batteries ['nope']" in capsys.readouterr().err

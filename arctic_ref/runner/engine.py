@@ -111,6 +111,76 @@ def build_runner(
     )
 
 
+@dataclass(slots=True)
+class RequestDriver:
+    """Schedule → step → update, one engine step per ``step()`` call, so two runners can be
+    interleaved (runner.md §1.4 item 4); ``run_requests`` drives one to completion."""
+
+    runner: ReferenceRunner
+    scheduler: SimpleScheduler
+    index: dict[ReqId, int]
+    records: list[SampleRecord] | None = None
+    steps: int = 0
+
+    @classmethod
+    def start(
+        cls,
+        runner: ReferenceRunner,
+        scheduler_config: SchedulerConfig,
+        prompts: Sequence[Sequence[int]],
+        params: Sequence[SamplingParams],
+        records: list[SampleRecord] | None = None,
+    ) -> "RequestDriver":
+        vocab = next(iter(runner.models.values())).config.vocab_size
+        bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < vocab]
+        if bad:
+            raise ValueError(f"prompt token ids outside [0, {vocab}): (prompt, id) {bad[:5]}")
+        if len(params) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(params)} sampling params")
+        scheduler = SimpleScheduler(scheduler_config)
+        index = {ReqId(f"req-{i}"): i for i in range(len(prompts))}
+        for req_id, i in index.items():
+            scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompts[i]), sampling=params[i]))
+        return cls(runner, scheduler, index, records)
+
+    def step(self) -> bool:
+        """One engine step; False once every request has finished."""
+        if not self.scheduler.has_unfinished():
+            return False
+        sched = self.scheduler.schedule()
+        if not sched.scheduled:
+            raise RuntimeError("the scheduler made no progress")
+        known = {r.req_id: r.num_tokens for r in self.scheduler.running}
+        out = self.runner.step(sched)
+        if self.records is not None:
+            for i, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
+                for k, _ in enumerate(tokens):  # token k came from the request's k-th logits row
+                    self.records.append(SampleRecord(prompt_index=self.index[req_id], num_tokens=known[req_id] + k,
+                                                     step=self.steps, mode=out.stats.mode,
+                                                     logits=out.sample_logits[out.logits_rows[i][k]].cpu()))  # fmt: skip
+        self.scheduler.update(
+            sched,
+            dict(zip(out.req_ids, (list(t) for t in out.sampled_token_ids), strict=True)),
+            dict(zip(out.req_ids, (list(t) for t in out.spec_token_ids), strict=True)),
+        )
+        self.steps += 1
+        return True
+
+    def results(self) -> list[RequestResult]:
+        finished = sorted(self.scheduler.finished, key=lambda r: self.index[r.req_id])
+        return [
+            RequestResult(
+                prompt_index=self.index[r.req_id],
+                output_token_ids=tuple(r.output_token_ids),
+                num_steps=r.stats.num_steps,
+                num_draft_tokens=r.stats.num_draft_tokens,
+                num_accepted_tokens=r.stats.num_accepted_tokens,
+                num_verify_steps=r.stats.num_verify_steps,
+            )
+            for r in finished
+        ]
+
+
 def run_requests(
     runner: ReferenceRunner,
     scheduler_config: SchedulerConfig,
@@ -120,41 +190,7 @@ def run_requests(
     records: list[SampleRecord] | None = None,
 ) -> list[RequestResult]:
     """Every prompt to completion; ``records`` (if given) receives every sampled logits row."""
-    vocab = next(iter(runner.models.values())).config.vocab_size
-    bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < vocab]
-    if bad:
-        raise ValueError(f"prompt token ids outside [0, {vocab}): (prompt, id) {bad[:5]}")
-    scheduler = SimpleScheduler(scheduler_config)
-    index = {ReqId(f"req-{i}"): i for i in range(len(prompts))}
-    for req_id, i in index.items():
-        scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompts[i]), sampling=params[i]))
-    step = 0
-    while scheduler.has_unfinished():
-        sched = scheduler.schedule()
-        if not sched.scheduled:
-            raise RuntimeError("the scheduler made no progress")
-        known = {r.req_id: r.num_tokens for r in scheduler.running}
-        out = runner.step(sched)
-        if records is not None:
-            for i, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
-                for k, _ in enumerate(tokens):  # token k came from the request's k-th logits row
-                    records.append(SampleRecord(prompt_index=index[req_id], num_tokens=known[req_id] + k, step=step,
-                                                mode=out.stats.mode, logits=out.sample_logits[out.logits_rows[i][k]].cpu()))  # fmt: skip
-        scheduler.update(
-            sched,
-            dict(zip(out.req_ids, (list(t) for t in out.sampled_token_ids), strict=True)),
-            dict(zip(out.req_ids, (list(t) for t in out.spec_token_ids), strict=True)),
-        )
-        step += 1
-    finished = sorted(scheduler.finished, key=lambda r: index[r.req_id])
-    return [
-        RequestResult(
-            prompt_index=index[r.req_id],
-            output_token_ids=tuple(r.output_token_ids),
-            num_steps=r.stats.num_steps,
-            num_draft_tokens=r.stats.num_draft_tokens,
-            num_accepted_tokens=r.stats.num_accepted_tokens,
-            num_verify_steps=r.stats.num_verify_steps,
-        )
-        for r in finished
-    ]
+    driver = RequestDriver.start(runner, scheduler_config, prompts, params, records)
+    while driver.step():
+        pass
+    return driver.results()

@@ -15,10 +15,10 @@ from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.runner.drafters import Drafter, NgramDrafter, NoDrafter, SuffixDrafter
 from arctic_ref.runner.engine import EngineConfig, RequestResult, build_runner, run_requests
+from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.spec.profile import MAX_SPEC_LEN
-from arctic_ref.testing.conformance import builtin_prompts
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 SPECS = ("none", "suffix", "ngram", "arctic")

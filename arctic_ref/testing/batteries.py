@@ -6,22 +6,38 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from arctic_ref.model.config import tiny_config
+from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel.comm import RankGroups, SoloComm
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes, pad_sp, pad_to
 from arctic_ref.parallel.heads import base_kv_heads, kv_head_of_query, query_heads, shift_kv_heads
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, plan_step
+from arctic_ref.runner.drafters import SuffixDrafter
+from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, run_requests
+from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.runner.requests import SamplingParams
+from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.rejection import rejection_sample
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.bug_replays import BUG_REPLAYS, check_draft_selection
-from arctic_ref.testing.conformance import LAYOUTS, LayoutCase, LayoutOutcome, compare, run_cases, run_world
+from arctic_ref.testing.conformance import (
+    LAYOUTS,
+    LayoutCase,
+    LayoutOutcome,
+    compare,
+    run_cases,
+    run_world,
+)
 from arctic_ref.testing.differential import run_differential
 from arctic_ref.testing.hf import TRANSFORMERS_AVAILABLE, compare_with_transformers
 from arctic_ref.testing.rejection_kit import check_rejection_sampler
 from arctic_ref.testing.rejection_report import Status
+from arctic_ref.testing.runner_bugs import doubled_samples_pattern
 from arctic_ref.testing.stateful import reference_trees
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 
@@ -182,25 +198,40 @@ def draft_selection() -> BatteryResult:
 
 
 def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
-    """Every battery of ``arctic-ref check``, in the order it runs them."""
+    """Every single-process battery of ``arctic-ref check``, by id, in the order it runs them; the
+    multi-process ``layouts`` group (layouts, collectives, exchanges, spec-lossless) runs last."""
     return [
-        ("suffix vs naive", suffix_vs_naive),
-        ("suffix vs upstream", suffix_vs_upstream),
-        ("suffix replay (path)", lambda: suffix_replay(False, 60)),
-        ("suffix replay (tree)", lambda: suffix_replay(True, 20)),
-        ("suffix invariants", suffix_integrity),
-        ("rejection sampler kit", rejection_kit),
-        ("draft selection", draft_selection),
+        ("suffix-naive", suffix_vs_naive),
+        ("suffix-upstream", suffix_vs_upstream),
+        ("suffix-replay-path", lambda: suffix_replay(False, 60)),
+        ("suffix-replay-tree", lambda: suffix_replay(True, 20)),
+        ("suffix-invariants", suffix_integrity),
+        ("rejection-kit", rejection_kit),
+        ("draft-selection", draft_selection),
         ("layout", layout_tables),
         ("heads", kv_heads_theorem),
         ("cudagraph", cudagraph_tables),
         ("model-hf", model_vs_transformers),
+        ("suffix-runner", suffix_runner_rules),
+        ("padding", padding_neutral),
     ]
 
 
-def run_batteries(progress: Progress) -> list[BatteryResult]:
+BATTERY_IDS = (
+    "suffix-naive", "suffix-upstream", "suffix-replay-path", "suffix-replay-tree", "suffix-invariants",
+    "rejection-kit", "draft-selection", "layout", "heads", "cudagraph", "model-hf", "suffix-runner", "padding",
+    "layouts",
+)  # fmt: skip
+"""The ids ``--only`` accepts: ``all_batteries()`` in order, then the multi-process group."""
+
+
+def run_batteries(progress: Progress, only: frozenset[str] | None = None) -> list[BatteryResult]:
+    """The selected batteries (all by default); unknown ids → ValueError naming them."""
+    unknown = sorted((only or frozenset()) - set(BATTERY_IDS))
+    if unknown:
+        raise ValueError(f"unknown batteries {unknown}; known: {', '.join(BATTERY_IDS)}")
     results = []
-    batteries = all_batteries()
+    batteries = [(label, battery) for label, battery in all_batteries() if only is None or label in only]
     for index, (label, battery) in enumerate(batteries, start=1):
         progress(f"[{index}/{len(batteries)}] {label} ...")
         try:
@@ -211,15 +242,17 @@ def run_batteries(progress: Progress) -> list[BatteryResult]:
             )
         progress(f"[{index}/{len(batteries)}] {label}: {result.outcome} ({result.seconds:.1f} s)")
         results.append(result)
-    progress("[+] layouts, collectives, exchanges (multi-process) ...")
+    if only is not None and "layouts" not in only:
+        return results
+    progress("[+] layouts, collectives, exchanges, spec-lossless (multi-process, world 1, 2, 4) ...")
     try:
-        results += layout_conformance(progress)
+        group = layout_conformance(progress)
     except Exception as error:  # a crashing battery is a failed battery
-        results.append(
+        group = [
             BatteryResult(name="layouts", outcome=Outcome.FAIL, compared=0, detail=f"{type(error).__name__}: {error}")
-        )
-    progress(f"[+] layouts: {results[-4].outcome if len(results) >= 4 else '?'}")
-    return results
+        ]
+    progress(f"[+] layouts: {', '.join(str(r.outcome) for r in group)} ({group[0].seconds:.1f} s)")
+    return results + group
 
 
 def format_report(results: list[BatteryResult]) -> str:
@@ -405,7 +438,7 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
         or (k.endswith("max_abs") and "raw_vs_baseline" not in k and v > 1e-9)
     ]
     bad_checks += [k for k, v in checks.items() if "raw_vs_baseline" in k and v <= 1e-3]
-    exchanges = BatteryResult(name="exchanges, kv-invariance, logits-order (world 2, 4)", compared=len(checks),
+    exchanges = BatteryResult(name="exchanges, kv-invariance, logits-order, no-globals (world 2, 4)", compared=len(checks),
                               outcome=Outcome.FAIL if bad_checks else Outcome.PASS, detail=", ".join(bad_checks),
                               figures={"raw gather caught": str(all(v > 1e-3 for k, v in checks.items() if "raw_vs_baseline" in k))})  # fmt: skip
     lossless = _spec_lossless(outcomes, speculative)
@@ -449,3 +482,63 @@ def _collective_problems(outcomes: dict[tuple[str, str], LayoutOutcome]) -> list
         if dict(outcome.collectives) != {k: v * steps for k, v in per_step.items()}:
             problems.append(f"{name}: {dict(outcome.collectives)}")
     return problems
+
+
+def _draft_row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> DraftRow:
+    return DraftRow(req_id=req, token_ids=tokens, num_prompt_tokens=prompt, sampled=sampled)
+
+
+def suffix_runner_rules() -> BatteryResult:
+    """runner.md §2.1 (lazy start, stop when absent, evict on return) and §2.2 (pattern, max_spec),
+    with the seed's doubled-pattern bug (#132) as a fixture that must be caught."""
+    problems = []
+    drafter = SuffixDrafter(1024)
+    cache = drafter.cache
+    drafter.propose([_draft_row("a", [1, 2, 3], 3, [])])
+    if "a" in cache.active_requests:
+        problems.append("partial prefill started the request")
+    drafter.propose([_draft_row("a", [1, 2, 3, 4], 3, [4]), _draft_row("b", [5, 6, 7], 2, [7])])
+    drafter.propose([_draft_row("b", [5, 6, 7, 8], 2, [8])])
+    if "a" in cache.active_requests or "a" not in cache.cached_requests:
+        problems.append("absent request not stopped")
+    drafter.propose([_draft_row("a", [1, 2, 3, 4, 9], 3, [9])])
+    if "a" not in cache.active_requests:
+        problems.append("returning request not restarted")
+    near_end = SuffixDrafter(12)
+    near_end.propose([_draft_row("c", [1, 2, 3, 1, 2, 3, 1, 2, 3], 3, [3])])
+    long = near_end.propose([_draft_row("c", [1, 2, 3, 1, 2, 3, 1, 2, 3, 1], 3, [1])])[0]
+    if len(long) > 12 - 10 - 1:
+        problems.append(f"draft {long} reaches past max_model_len - 1")
+    history = [1, 2, 3, 4, 5, 1, 2, 3, 9, 9, 1, 2, 3]
+    rows = [_draft_row("r", history[:k], 3, [history[k - 1]]) for k in range(4, len(history) + 1)]
+    intended, buggy = SuffixDrafter(1024), SuffixDrafter(1024, pattern=doubled_samples_pattern)
+    if [intended.propose([r])[0] for r in rows] == [buggy.propose([r])[0] for r in rows]:
+        problems.append("the #132 doubled-pattern fixture is not caught")
+    return BatteryResult(name="suffix-runner: cache rules, pattern, max_spec, #132 fixture", compared=6,
+                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems))  # fmt: skip
+
+
+def padding_neutral() -> BatteryResult:
+    """parallel.md §4.4 invariant on L0 and SP2 (in-process SP is not possible, so L0 with the
+    capture tables forcing extra padding): tokens equal, logits within 1e-12, no NaN from the
+    NaN-filled cache reaches a real row."""
+    model = tiny_config()
+    weights = random_weights(model, 0)
+    solo = SoloComm(0)
+    groups = RankGroups(rank=0, tp=solo, sp=solo, shift=solo)
+    prompts = builtin_prompts(model.vocab_size)
+    outputs, rows = [], []
+    for graphs in (False, True):
+        engine = EngineConfig(model=model, layout=ParallelLayout(1, 1, 1), cuda_graphs=graphs,
+                              scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+        records: list[SampleRecord] = []
+        results = run_requests(build_runner(engine, weights, groups, SuffixDrafter(1024)), engine.scheduler, prompts,
+                               [SamplingParams(max_tokens=16)] * len(prompts), records=records)  # fmt: skip
+        outputs.append([r.output_token_ids for r in results])
+        rows.append(records)
+    worst = max(float((a.logits - b.logits).abs().max()) for a, b in zip(rows[0], rows[1], strict=True))
+    finite = all(bool(r.logits.isfinite().all()) for r in rows[1])
+    ok = outputs[0] == outputs[1] and worst <= 1e-12 and finite
+    return BatteryResult(name="padding: forced graph padding leaves real rows unchanged", compared=len(rows[1]),
+                         outcome=Outcome.PASS if ok else Outcome.FAIL, figures={"max |Δlogits|": f"{worst:.1e}"},
+                         detail="" if ok else f"tokens equal {outputs[0] == outputs[1]}, finite {finite}")  # fmt: skip

@@ -16,18 +16,14 @@ from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
 from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, NoDrafter, OracleDrafter, SuffixDrafter
 from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
+from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
+from arctic_ref.testing.isolation import check_interleaved_layouts
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
-
-
-def builtin_prompts(vocab: int) -> list[list[int]]:
-    """P0 = 1..16; P1 = [11..15]×6; P2 = 48 ids from a CPU generator seeded 1234; P3 = [7, 7, 7]."""
-    g = torch.Generator("cpu").manual_seed(1234)
-    return [list(range(1, 17)), [11, 12, 13, 14, 15] * 6, torch.randint(1, vocab, (48,), generator=g).tolist(), [7] * 3]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,4 +198,8 @@ def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | N
                 f"kv-invariance.S{sizes[0]}xT{sizes[1]}.{k}": v for k, v in check_kv_invariance(info, sizes).items()
             }
         checks |= {f"logits-order.{k}": v for k, v in check_logits_order(info, None).items()}
+        isolation = check_interleaved_layouts(info, None)
+        checks["no-globals.interleaved_equal_solo"] = float(isolation["interleaved_equal_solo"])
+        checks["no-globals.layouts_agree"] = float(isolation["layouts_agree"])
+        checks["no-globals.unchanged_globals"] = float(not isolation["changed_globals"])
     return WorldOutcome(layouts=layouts, checks=checks) if info.rank == 0 else None

@@ -11,9 +11,9 @@ from arctic_ref.model.weights import random_weights, save_pretrained
 from arctic_ref.parallel.comm import RankGroups, SoloComm
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, run_requests
+from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
-from arctic_ref.testing.conformance import builtin_prompts
 
 try:
     import transformers

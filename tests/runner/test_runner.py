@@ -16,10 +16,10 @@ from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, RequestResult, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, OracleDrafter, SuffixDrafter, ngram_draft
 from arctic_ref.runner.engine import SampleRecord
+from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.conformance import builtin_prompts
 from arctic_ref.testing.runner_bugs import doubled_samples_pattern
 from arctic_ref.types import ReqId
 
