@@ -4,7 +4,7 @@
 from dataclasses import dataclass
 
 import torch
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from arctic_ref.model.kv_cache import KVCache
@@ -54,3 +54,51 @@ def paged_attention(
         weights = torch.softmax(scores, dim=-1)
         out[lo:hi] = torch.einsum("hqk,khd->qhd", weights, v).to(q.dtype)
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchedAttention:
+    """Static-shape form for CUDA graphs: row r attends to the keys at ``context_slots[r, :]``
+    whose index is ≤ ``positions[r]`` (its request's causal window); pad rows (``real`` false) and
+    padded context entries are selected away with ``torch.where``, never multiplied by a mask."""
+
+    context_slots: Int[Tensor, "rows context"]
+    real: Bool[Tensor, "rows"]
+
+
+def batched_metadata(meta: AttentionMetadata, rows: int, context: int, device: torch.device) -> BatchedAttention:
+    """Per-row context slots padded to ``context`` (slot 0 of reserved block 0 as filler)."""
+    slots = torch.zeros(rows, context, dtype=torch.int64, device=device)
+    real = torch.zeros(rows, dtype=torch.bool, device=device)
+    for i, request_slots in enumerate(meta.context_slots):
+        lo, hi = meta.query_start_loc[i], meta.query_start_loc[i + 1]
+        if request_slots.shape[0] > context:
+            raise ValueError(f"request {i} has {request_slots.shape[0]} context tokens > the static context {context}")
+        slots[lo:hi, : request_slots.shape[0]] = request_slots.to(device)
+        real[lo:hi] = True
+    return BatchedAttention(context_slots=slots, real=real)
+
+
+def batched_attention(
+    q: Float[Tensor, "rows qheads head_dim"],
+    positions: Int[Tensor, "rows"],
+    cache: KVCache,
+    layer: int,
+    meta: BatchedAttention,
+) -> Float[Tensor, "rows qheads head_dim"]:
+    """The same math as ``paged_attention`` with static shapes (equal to it to ≤ 1e-12 in float64);
+    query heads grouped by their KV head, so K and V are never repeated."""
+    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+    rows, context = meta.context_slots.shape
+    k, v = cache.read(layer, meta.context_slots.reshape(-1))
+    kv_heads, head_dim = k.shape[-2], k.shape[-1]
+    k = k.view(rows, context, kv_heads, head_dim).to(compute)
+    v = v.view(rows, context, kv_heads, head_dim).to(compute)
+    grouped = q.view(rows, kv_heads, q.shape[1] // kv_heads, head_dim).to(compute)
+    allowed = (torch.arange(context, device=q.device)[None, :] <= positions[:, None]) & meta.real[:, None]
+    zero = torch.zeros((), dtype=compute, device=q.device)
+    v = torch.where(allowed[:, :, None, None], v, zero)
+    scores = torch.einsum("rkgd,rckd->rkgc", grouped, k) * head_dim**-0.5
+    scores = torch.where(allowed[:, None, None, :], scores, torch.tensor(float("-inf"), dtype=compute, device=q.device))
+    weights = torch.where(meta.real[:, None, None, None], torch.softmax(scores, dim=-1), zero)
+    return torch.einsum("rkgc,rckd->rkgd", weights, v).reshape(q.shape).to(q.dtype)

@@ -107,3 +107,12 @@ def tiny_config(*, tied: bool = False, vocab_size: int = 512) -> ModelConfig:
         num_attention_heads=8, num_key_value_heads=2, head_dim=16, rope_theta=10000.0,
         rms_norm_eps=1e-6, max_position_embeddings=2048, tie_word_embeddings=tied,
     )  # fmt: skip
+
+
+def llama3_8b_config() -> ModelConfig:
+    """Llama-3-8B shapes (runner.md §7), for GPU benchmarks with random weights."""
+    return ModelConfig(
+        vocab_size=128_256, hidden_size=4096, intermediate_size=14_336, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=128, rope_theta=500_000.0,
+        rms_norm_eps=1e-5, max_position_embeddings=8192, tie_word_embeddings=False,
+    )  # fmt: skip

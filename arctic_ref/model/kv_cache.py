@@ -36,6 +36,13 @@ class KVCache:
         flat_k[slots[keep]] = k[keep]
         flat_v[slots[keep]] = v[keep]
 
+    def write_static(self, layer: int, slots: Tensor, k: Tensor, v: Tensor) -> None:
+        """The graph-capturable write: pad rows (slot −1) land in reserved block 0, which no real
+        row ever reads; ``index_copy_`` keeps shapes static."""
+        safe = torch.where(slots >= 0, slots, torch.zeros_like(slots))
+        self.keys[layer].view(-1, *self.keys[layer].shape[2:]).index_copy_(0, safe, k)
+        self.values[layer].view(-1, *self.values[layer].shape[2:]).index_copy_(0, safe, v)
+
     def read(self, layer: int, slots: Tensor) -> tuple[Tensor, Tensor]:
         flat_k = self.keys[layer].view(-1, *self.keys[layer].shape[2:])
         flat_v = self.values[layer].view(-1, *self.values[layer].shape[2:])

@@ -8,7 +8,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from arctic_ref.model.attention import AttentionMetadata, paged_attention
+from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_attention, paged_attention
 from arctic_ref.model.config import ModelConfig
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layers import apply_rope, rms_norm, rope_tables, swiglu
@@ -51,7 +51,7 @@ class ForwardInputs:
     input_ids: Int[Tensor, "padded"]
     positions: Int[Tensor, "padded"]
     slot_mapping: Int[Tensor, "padded"]
-    attention: AttentionMetadata
+    attention: AttentionMetadata | BatchedAttention  # Batched: static shapes (CUDA graphs)
 
 
 def embed(model: LlamaShard, ids: Int[Tensor, "rows"], tp: Comm) -> Float[Tensor, "rows hidden"]:
@@ -101,8 +101,12 @@ def attention_block(
         k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
         hq, hk = q.shape[1] // sp.size, k.shape[1] // sp.size
         q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq, hk, d)
-    cache.write(layer, inputs.slot_mapping, k, v)
-    o = paged_attention(q, inputs.positions, cache, layer, inputs.attention)
+    if isinstance(inputs.attention, BatchedAttention):
+        cache.write_static(layer, inputs.slot_mapping, k, v)
+        o = batched_attention(q, inputs.positions, cache, layer, inputs.attention)
+    else:
+        cache.write(layer, inputs.slot_mapping, k, v)
+        o = paged_attention(q, inputs.positions, cache, layer, inputs.attention)
     o = o.reshape(o.shape[0], -1)
     if plan.token_slice is not None and sp is not None:
         o = heads_to_seq(o, sp)

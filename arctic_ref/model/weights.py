@@ -93,3 +93,14 @@ def save_pretrained(path: Path, config: ModelConfig, weights: Weights) -> None:
     save_file(
         {k: v.contiguous() for k, v in weights.items()}, str(path / "model.safetensors"), metadata={"format": "pt"}
     )
+
+
+def random_weights_on(config: ModelConfig, seed: int, dtype: torch.dtype, device: torch.device) -> Weights:
+    """The same distributions as ``random_weights``, drawn directly on ``device`` in ``dtype`` (for
+    models too large to build in float64 on the host); not equal to ``random_weights`` bit for bit."""
+    g = torch.Generator(device).manual_seed(seed)
+    out: Weights = {}
+    for name, shape in weight_shapes(config).items():
+        value = torch.randn(shape, dtype=dtype, device=device, generator=g)
+        out[name] = (1 + 0.1 * value) if len(shape) == 1 else value.mul_(0.02)
+    return out

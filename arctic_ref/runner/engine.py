@@ -108,6 +108,7 @@ def build_runner(
         groups=groups,
         device=device,
         drafter=drafter or NoDrafter(),
+        graph_context=sched.max_model_len,
     )
 
 

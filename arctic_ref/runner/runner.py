@@ -15,6 +15,7 @@ from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
 from arctic_ref.runner.drafters import Drafter, NoDrafter
+from arctic_ref.runner.graphs import CapturedForward
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
@@ -104,7 +105,9 @@ class ReferenceRunner:
     groups: RankGroups
     device: torch.device
     drafter: Drafter = field(default_factory=NoDrafter)
+    graph_context: int = 1024  # static key slots per row in captured graphs (max_model_len)
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
+    captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
 
     def step(self, sched: SchedulerOutput) -> RunnerOutput:
         for req_id in sched.finished_req_ids:
@@ -113,7 +116,10 @@ class ReferenceRunner:
         plan = plan_step(sched.total_num_scheduled_tokens, policy=self.policy, graphs=self.graphs, groups=self.groups)
         inputs = self.prepare_inputs(sched, plan)
         model = self.models[plan.mode]
-        hidden = forward(model, inputs.forward, self.cache, plan)
+        if plan.graph_size is not None and self.device.type == "cuda":
+            hidden = self.graph_for(plan).replay(inputs.forward)
+        else:
+            hidden = forward(model, inputs.forward, self.cache, plan)
         logits = compute_logits(model, hidden[list(inputs.logits_indices)], plan)
         if inputs.spec is None:
             valid = self.sample(sched, logits, inputs.partial_prefill)
@@ -137,6 +143,17 @@ class ReferenceRunner:
             sample_logits=logits,
             logits_rows=rows,
         )
+
+    def graph_for(self, plan: StepPlan) -> CapturedForward:
+        """The captured graph of this mode and padded size, captured on first use (all graphs share
+        one memory pool)."""
+        key = (plan.mode, plan.num_input_tokens)
+        if key not in self.captured:
+            pool = next(iter(self.captured.values())).graph.pool() if self.captured else None
+            self.captured[key] = CapturedForward.capture(
+                self.models[plan.mode], self.cache, plan, self.graph_context, self.device, pool
+            )
+        return self.captured[key]
 
     def prepare_inputs(self, sched: SchedulerOutput, plan: StepPlan) -> StepInputs:
         """Row i feeds tokens [c, c + m) of prompt + output + drafts; pad rows id 0, position 0, slot −1."""

@@ -1,0 +1,163 @@
+"""Decode-step figures on one H200 in bfloat16 with Llama-3-8B shapes and random weights, context
+1024 per request (runner.md §7: G1, G2, G3; S2 derived from step times).
+
+    pytest benchmarks/gpu/test_decode.py --benchmark-only -s
+
+G1: eager (reference per-request attention, and static batched attention) vs CUDA-graph replay;
+G2: graph decode vs the weight+KV read floor (measured copy bandwidth, and 4.8 TB/s nominal);
+G3: a verify step of 1 + k rows vs a decode step at B = 1. S2 (derived, no scheduler or drafter
+cost): an oracle drafter accepting exactly a tokens emits a + 1 per verify step of k = a + 1
+drafts, so (t_none / t_spec) / (a + 1) = t_decode / t_verify(k = a + 1).
+"""
+
+from typing import Any
+
+import pytest
+import torch
+
+from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
+from arctic_ref.model.config import llama3_8b_config
+from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
+from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, forward
+from arctic_ref.model.weights import random_weights_on
+from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
+from benchmarks.cuda_timing import median_ms
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+CONTEXT = 1024
+STATIC_CONTEXT = CONTEXT + 32  # key slots per row in the graphs (room for 15 verify rows)
+DEVICE = torch.device("cuda")
+SOLO = SoloComm(0)
+GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
+RESULTS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def model() -> LlamaShard:
+    config = llama3_8b_config()
+    weights = random_weights_on(config, 0, torch.bfloat16, DEVICE)
+    return LlamaShard(config, weights, 0, 1)  # count 1: the full weights are the shard
+
+
+def _cache(model: LlamaShard, requests: int) -> KVCache:
+    config = model.config
+    blocks = requests * (STATIC_CONTEXT // BLOCK_SIZE) + 1
+    cache = KVCache.allocate(layers=config.num_hidden_layers, num_blocks=blocks, heads=config.num_key_value_heads,
+                             head_dim=config.head_dim, dtype=torch.bfloat16, device=DEVICE, fill=0.0)  # fmt: skip
+    for tensor in (*cache.keys, *cache.values):
+        tensor.normal_()
+    return cache
+
+
+def _inputs(requests: int, rows_per_request: int) -> ForwardInputs:
+    """Request i owns blocks 1 + i·(STATIC_CONTEXT/16)…; its rows sit at positions 1024, 1025, …"""
+    per = STATIC_CONTEXT // BLOCK_SIZE
+    ids, positions, slots, contexts, starts = [], [], [], [], [0]
+    for i in range(requests):
+        base = (1 + i * per) * BLOCK_SIZE
+        for j in range(rows_per_request):
+            ids.append(1 + (i * 7 + j) % 1000)
+            positions.append(CONTEXT + j)
+            slots.append(base + CONTEXT + j)
+        contexts.append(torch.arange(base, base + CONTEXT + rows_per_request, device=DEVICE))
+        starts.append(starts[-1] + rows_per_request)
+    meta = AttentionMetadata(query_start_loc=tuple(starts), seq_lens=tuple(CONTEXT + rows_per_request for _ in range(requests)),
+                             context_slots=tuple(contexts))  # fmt: skip
+    as_tensor = torch.tensor
+    return ForwardInputs(input_ids=as_tensor(ids, device=DEVICE), positions=as_tensor(positions, device=DEVICE),
+                         slot_mapping=as_tensor(slots, device=DEVICE), attention=meta)  # fmt: skip
+
+
+def _static(inputs: ForwardInputs) -> ForwardInputs:
+    assert isinstance(inputs.attention, AttentionMetadata)
+    rows = inputs.input_ids.shape[0]
+    return ForwardInputs(input_ids=inputs.input_ids, positions=inputs.positions, slot_mapping=inputs.slot_mapping,
+                         attention=batched_metadata(inputs.attention, rows, STATIC_CONTEXT, DEVICE))  # fmt: skip
+
+
+def _step_fn(model: LlamaShard, cache: KVCache, inputs: ForwardInputs) -> Any:
+    plan = plan_step(
+        inputs.input_ids.shape[0],
+        policy=ShiftPolicy(ParallelLayout(1, 1, 1)),
+        graphs=GraphTables.eager(),
+        groups=GROUPS,
+    )
+    return lambda: compute_logits(model, forward(model, inputs, cache, plan), plan)
+
+
+def _graph(step: Any) -> torch.cuda.CUDAGraph:
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()
+        step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph
+
+
+def _floor_ms(model: LlamaShard, requests: int, bandwidth: float) -> tuple[float, float]:
+    """(bytes read once: every weight but the embedding table plus the KV of the context, ms)."""
+    config = model.config
+    params = sum(w.numel() for name, w in model.weights.items() if name != "model.embed_tokens.weight")
+    kv = requests * (CONTEXT + 1) * 2 * config.num_key_value_heads * config.head_dim * config.num_hidden_layers
+    read = 2 * (params + kv)
+    return read, read / bandwidth * 1e3
+
+
+def _bandwidth() -> float:
+    a = torch.empty(2 * 1024**3 // 4, dtype=torch.float32, device=DEVICE)
+    b = torch.empty_like(a)
+    ms = median_ms(lambda: b.copy_(a), runs=20)
+    return 2 * a.numel() * 4 / (ms * 1e-3)
+
+
+@pytest.mark.parametrize("requests", [1, 8, 32, 128])
+def test_decode_step(benchmark: Any, model: LlamaShard, requests: int) -> None:
+    cache = _cache(model, requests)
+    inputs = _inputs(requests, 1)
+    eager_reference = median_ms(_step_fn(model, cache, inputs), runs=10, warmup=2)
+    batched = _step_fn(model, cache, _static(inputs))
+    eager_batched = median_ms(batched, runs=10, warmup=2)
+    graph = _graph(batched)
+    graph_ms = median_ms(graph.replay, runs=30, warmup=3)
+    benchmark.pedantic(lambda: (graph.replay(), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
+    bandwidth = _bandwidth()
+    read, floor = _floor_ms(model, requests, bandwidth)
+    figures = {
+        "eager_reference_ms": eager_reference, "eager_batched_ms": eager_batched, "graph_ms": graph_ms,
+        "G1_eager_over_graph": eager_batched / graph_ms, "G1_reference_over_graph": eager_reference / graph_ms,
+        "copy_bandwidth_TBps": bandwidth / 1e12, "bytes_GB": read / 1e9, "floor_ms": floor,
+        "graph_over_floor": graph_ms / floor, "G2_roofline_fraction_4p8": read / (graph_ms * 1e-3 * 4.8e12),
+    }  # fmt: skip
+    benchmark.extra_info.update(figures)
+    RESULTS[f"decode{requests}"] = graph_ms
+    print(f"\nB={requests}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+
+
+@pytest.mark.parametrize("drafts", [1, 3, 7, 15])
+def test_verify_step_against_decode(benchmark: Any, model: LlamaShard, drafts: int) -> None:
+    cache = _cache(model, 1)
+    decode = _graph(_step_fn(model, cache, _static(_inputs(1, 1))))
+    verify = _graph(_step_fn(model, cache, _static(_inputs(1, 1 + drafts))))
+    decode_ms = median_ms(decode.replay, runs=30, warmup=3)
+    verify_ms = median_ms(verify.replay, runs=30, warmup=3)
+    benchmark.pedantic(lambda: (verify.replay(), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
+    figures = {"decode_ms": decode_ms, "verify_ms": verify_ms, "G3_verify_over_decode": verify_ms / decode_ms,
+               f"S2_derived_a{drafts - 1}": decode_ms / verify_ms}  # fmt: skip
+    benchmark.extra_info.update(figures)
+    print(f"\nk={drafts}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+
+
+def test_batched_attention_matches_reference_in_bf16(model: LlamaShard) -> None:
+    """Sanity for the figures above: the static form computes the same step (bf16 tolerance)."""
+    cache = _cache(model, 2)
+    inputs = _inputs(2, 3)
+    reference = _step_fn(
+        model, KVCache(keys=tuple(k.clone() for k in cache.keys), values=tuple(v.clone() for v in cache.values)), inputs
+    )()
+    static = _step_fn(model, cache, _static(inputs))()
+    assert isinstance(_static(inputs).attention, BatchedAttention)
+    assert float((reference.float() - static.float()).abs().max()) <= 0.25
