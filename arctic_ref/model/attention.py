@@ -79,9 +79,15 @@ def batched_metadata(meta: AttentionMetadata, rows: int, context: int, device: t
     return BatchedAttention(context_slots=slots, real=real)
 
 
+def allowed_keys(positions: Int[Tensor, "rows"], meta: BatchedAttention) -> Bool[Tensor, "rows context"]:
+    """Row r may read key index c iff c ≤ positions[r] and r is a real row (computed once per step)."""
+    context = meta.context_slots.shape[1]
+    return (torch.arange(context, device=positions.device)[None, :] <= positions[:, None]) & meta.real[:, None]
+
+
 def batched_attention(
     q: Float[Tensor, "rows qheads head_dim"],
-    positions: Int[Tensor, "rows"],
+    allowed: Bool[Tensor, "rows context"],
     cache: KVCache,
     layer: int,
     meta: BatchedAttention,
@@ -95,10 +101,11 @@ def batched_attention(
     k = k.view(rows, context, kv_heads, head_dim).to(compute)
     v = v.view(rows, context, kv_heads, head_dim).to(compute)
     grouped = q.view(rows, kv_heads, q.shape[1] // kv_heads, head_dim).to(compute)
-    allowed = (torch.arange(context, device=q.device)[None, :] <= positions[:, None]) & meta.real[:, None]
     zero = torch.zeros((), dtype=compute, device=q.device)
     v = torch.where(allowed[:, :, None, None], v, zero)
     scores = torch.einsum("rkgd,rckd->rkgc", grouped, k) * head_dim**-0.5
-    scores = torch.where(allowed[:, None, None, :], scores, torch.tensor(float("-inf"), dtype=compute, device=q.device))
+    scores = torch.where(
+        allowed[:, None, None, :], scores, torch.full((), float("-inf"), dtype=compute, device=q.device)
+    )
     weights = torch.where(meta.real[:, None, None, None], torch.softmax(scores, dim=-1), zero)
     return torch.einsum("rkgc,rckd->rkgd", weights, v).reshape(q.shape).to(q.dtype)

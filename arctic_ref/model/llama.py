@@ -8,7 +8,13 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_attention, paged_attention
+from arctic_ref.model.attention import (
+    AttentionMetadata,
+    BatchedAttention,
+    allowed_keys,
+    batched_attention,
+    paged_attention,
+)
 from arctic_ref.model.config import ModelConfig
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layers import apply_rope, rms_norm, rope_tables, swiglu
@@ -82,8 +88,18 @@ def unpack_qkv(x: Tensor, hq: int, hk: int, head_dim: int) -> tuple[Tensor, Tens
     return q.reshape(rows, hq, head_dim), k.reshape(rows, hk, head_dim), v.reshape(rows, hk, head_dim)
 
 
+@dataclass(frozen=True, slots=True)
+class StepTables:
+    """Per-step values every layer shares, computed once: RoPE cos/sin of this rank's rows and, for
+    the static attention form, the key mask."""
+
+    cos: Tensor
+    sin: Tensor
+    allowed: Tensor | None
+
+
 def attention_block(
-    model: LlamaShard, layer: int, x: Tensor, positions: Tensor, inputs: ForwardInputs, cache: KVCache, plan: StepPlan
+    model: LlamaShard, layer: int, x: Tensor, tables: StepTables, inputs: ForwardInputs, cache: KVCache, plan: StepPlan
 ) -> Tensor:
     """rmsnorm → q, k, v (this shard) → RoPE → [Ulysses exchange] → cache write → attention →
     [inverse exchange] → o_proj partial sums → TP all-reduce."""
@@ -94,16 +110,16 @@ def attention_block(
     q = (h @ model.w(p + "self_attn.q_proj.weight").T).view(rows, -1, d)
     k = (h @ model.w(p + "self_attn.k_proj.weight").T).view(rows, -1, d)
     v = (h @ model.w(p + "self_attn.v_proj.weight").T).view(rows, -1, d)
-    cos, sin = rope_tables(positions, d, config.rope_theta, x.dtype)
-    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    q, k = apply_rope(q, tables.cos, tables.sin), apply_rope(k, tables.cos, tables.sin)
     sp = plan.groups.sp
     if plan.token_slice is not None and sp is not None:
         k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
         hq, hk = q.shape[1] // sp.size, k.shape[1] // sp.size
         q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq, hk, d)
     if isinstance(inputs.attention, BatchedAttention):
+        assert tables.allowed is not None
         cache.write_static(layer, inputs.slot_mapping, k, v)
-        o = batched_attention(q, inputs.positions, cache, layer, inputs.attention)
+        o = batched_attention(q, tables.allowed, cache, layer, inputs.attention)
     else:
         cache.write(layer, inputs.slot_mapping, k, v)
         o = paged_attention(q, inputs.positions, cache, layer, inputs.attention)
@@ -128,8 +144,14 @@ def forward(model: LlamaShard, inputs: ForwardInputs, cache: KVCache, plan: Step
     rows = plan.token_slice if plan.token_slice is not None else slice(None)
     ids, positions = inputs.input_ids[rows], inputs.positions[rows]
     x = embed(model, ids, plan.groups.tp)
+    cos, sin = rope_tables(positions, model.config.head_dim, model.config.rope_theta, x.dtype)
+    static = isinstance(inputs.attention, BatchedAttention)
+    allowed = (
+        allowed_keys(inputs.positions, inputs.attention) if isinstance(inputs.attention, BatchedAttention) else None
+    )
+    tables = StepTables(cos, sin, allowed if static else None)
     for layer in range(model.config.num_hidden_layers):
-        x = x + attention_block(model, layer, x, positions, inputs, cache, plan)
+        x = x + attention_block(model, layer, x, tables, inputs, cache, plan)
         x = x + mlp_block(model, layer, x, plan)
     x = rms_norm(x, model.w("model.norm.weight"), model.config.rms_norm_eps)
     if plan.token_slice is not None and plan.groups.sp is not None:

@@ -32,11 +32,15 @@ GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
 RESULTS: dict[str, float] = {}
 
 
-@pytest.fixture(scope="module")
-def model() -> LlamaShard:
+def build_model() -> LlamaShard:
     config = llama3_8b_config()
     weights = random_weights_on(config, 0, torch.bfloat16, DEVICE)
     return LlamaShard(config, weights, 0, 1)  # count 1: the full weights are the shard
+
+
+@pytest.fixture(scope="module")
+def model() -> LlamaShard:
+    return build_model()
 
 
 def _cache(model: LlamaShard, requests: int) -> KVCache:
