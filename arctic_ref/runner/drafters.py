@@ -5,13 +5,16 @@ sees the same rows on every rank and makes no collective call."""
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+import torch
+from torch import Tensor
 
+from arctic_ref.runner.speculator import ArcticSpeculator, select_hidden_rows
 from arctic_ref.spec.drafts import DraftRow, update_suffix_cache
 from arctic_ref.spec.profile import MAX_SPEC_LEN
-from arctic_ref.suffix.cache import SuffixDecodingCache
+from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
 
 
 @runtime_checkable
@@ -19,6 +22,16 @@ class Drafter(Protocol):
     """Drafts for this step's rows (after their sampled tokens were appended); [] for a row means none."""
 
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]: ...
+
+
+@runtime_checkable
+class HiddenStateDrafter(Protocol):
+    """A drafter that also reads the target's hidden states: ``sample_hidden`` holds the rows at
+    this step's logits indices (after the final norm); ``num_drafts`` the drafts each row verified."""
+
+    def propose_with_hidden(
+        self, rows: Sequence[DraftRow], sample_hidden: Tensor, num_drafts: Sequence[int]
+    ) -> list[list[int]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +83,20 @@ class SuffixDrafter:
         return [self._row(row) for row in rows]
 
     def _row(self, row: DraftRow) -> list[int]:
+        draft = self.speculate(row)
+        return [] if draft is None else list(draft.token_ids)
+
+    def speculate(self, row: DraftRow) -> SuffixDecodingDraft | None:
+        """The row's suffix draft with its score, or None where it gets no call."""
         n = row.num_tokens
         if not row.sampled or n >= self.max_model_len:
-            return []
+            return None
         budget = min(self.num_spec_tokens, MAX_SPEC_LEN, self.max_depth, self.max_model_len - n - 1)
         if budget <= 0:
-            return []
+            return None
         pattern = np.asarray(self.pattern(row, self.max_depth), dtype=np.int32)
-        draft = self.cache.speculate(row.req_id, pattern, budget, self.max_spec_factor, self.max_spec_offset,
-                                     self.min_token_prob, use_tree_spec=False)  # fmt: skip
-        return list(draft.token_ids)
+        return self.cache.speculate(row.req_id, pattern, budget, self.max_spec_factor, self.max_spec_offset,
+                                    self.min_token_prob, use_tree_spec=False)  # fmt: skip
 
 
 def ngram_draft(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:
@@ -98,15 +115,34 @@ def ngram_draft(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[i
     return []
 
 
+def ngram_draft_longest(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:
+    """vLLM ≥ 0.10.1: the longest n in [min_n, max_n] whose last-n tokens occur earlier (overlap
+    with the suffix allowed: j ≤ N − n − 1), the earliest such occurrence; the k tokens after it."""
+    size = len(tokens)
+    if k <= 0:
+        return []
+    for n in range(min(max_n, size - 1), min_n - 1, -1):
+        suffix = list(tokens[size - n :])
+        for j in range(0, size - n):
+            if list(tokens[j : j + n]) == suffix:
+                return list(tokens[j + n : j + n + k])
+    return []
+
+
+NgramRule = Literal["vllm-0.9", "vllm-0.10.1"]
+
+
 @dataclass(frozen=True, slots=True)
 class NgramDrafter:
-    """vLLM 0.9.x ``NgramProposer``; k = min(num_spec_tokens, M − N)."""
+    """vLLM's ``NgramProposer``, rule 0.9.x (default, runner.md §2.3) or ≥ 0.10.1;
+    k = min(num_spec_tokens, M − N)."""
 
     max_model_len: int
     num_spec_tokens: int = 3
     min_n: int = 5
     max_n: int = 5
     disable_by_batch_size: int | None = None
+    rule: NgramRule = "vllm-0.9"
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_n <= self.max_n or not 1 <= self.num_spec_tokens <= MAX_SPEC_LEN:
@@ -177,3 +213,89 @@ class JunkDrafter:
             else []
             for row in rows
         ]
+
+
+def per_row_lengths(rows: Sequence[DraftRow], k: int, max_model_len: int) -> list[int]:
+    """Each row's chain cut to max(0, M − N − 1)."""
+    return [max(0, min(k, max_model_len - row.num_tokens - 1)) for row in rows]
+
+
+LengthRule = Callable[[Sequence[DraftRow], int, int], list[int]]
+
+
+def per_row_choice(
+    suffix: Sequence[SuffixDecodingDraft | None], model: Sequence[list[int]], threshold: float
+) -> list[list[int]]:
+    """Row i: its suffix draft iff non-empty with score ≥ threshold, else its Arctic draft."""
+    return [
+        list(d.token_ids) if d is not None and d.token_ids and d.score >= threshold else mine
+        for d, mine in zip(suffix, model, strict=True)
+    ]
+
+
+ChoiceRule = Callable[[Sequence[SuffixDecodingDraft | None], Sequence[list[int]], float], list[list[int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ArcticDrafter:
+    """runner.md §2.4: k = min(num_spec_tokens, n_predict) for the batch; each row's chain starts
+    from the hidden row that produced its last emitted token and that token, and is cut to
+    max(0, M − N − 1) per row (the seed used one batch-wide minimum). Rows without a sample
+    (partial prefills) get no draft (the seed drafted them and threw the drafts away)."""
+
+    speculator: ArcticSpeculator
+    max_model_len: int
+    num_spec_tokens: int = 3
+    disable_by_batch_size: int | None = 64
+    lengths: LengthRule = per_row_lengths
+    """Injectable for the bug replay of the seed's batch-wide cut (``arctic_ref.testing.runner_bugs``)."""
+
+    def propose_with_hidden(
+        self, rows: Sequence[DraftRow], sample_hidden: Tensor, num_drafts: Sequence[int]
+    ) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in rows]
+        if _gated(rows, self.disable_by_batch_size):
+            return out
+        k = min(self.num_spec_tokens, self.speculator.config.n_predict)
+        picks = select_hidden_rows(sample_hidden, num_drafts, [row.sampled for row in rows])
+        sampled = [i for i, row in enumerate(rows) if row.sampled]
+        lengths = self.lengths([rows[i] for i in sampled], k, self.max_model_len)
+        live = [(i, n) for i, n in zip(sampled, lengths, strict=True) if n > 0]
+        if not live or k == 0:
+            return out
+        hidden = sample_hidden[[picks[i] for i, _ in live]].to(next(iter(self.speculator.weights.values())).dtype)
+        tokens = torch.tensor([rows[i].sampled[-1] for i, _ in live], dtype=torch.int64, device=sample_hidden.device)
+        chains = self.speculator.propose(hidden, tokens, k).tolist()
+        for (i, n), chain in zip(live, chains, strict=True):
+            out[i] = chain[:n]
+        return out
+
+
+@dataclass(slots=True)
+class HybridDrafter:
+    """runner.md §2.5 item 4: row i takes its suffix draft iff its score ≥ num_spec_tokens and it is
+    non-empty, else its Arctic draft — per row only (the seed blanked every Arctic draft of the
+    step when one row was empty). The suffix cache is maintained every step."""
+
+    suffix: SuffixDrafter
+    arctic: ArcticDrafter
+    choose: ChoiceRule = per_row_choice
+    """Injectable for the bug replay of the seed's step-wide blanking (``arctic_ref.testing.runner_bugs``)."""
+    suffix_rows: int = 0
+    arctic_rows: int = 0
+
+    def propose_with_hidden(
+        self, rows: Sequence[DraftRow], sample_hidden: Tensor, num_drafts: Sequence[int]
+    ) -> list[list[int]]:
+        update_suffix_cache(self.suffix.cache, rows)
+        if _gated(rows, self.suffix.disable_by_batch_size):
+            return [[] for _ in rows]
+        threshold = self.arctic.num_spec_tokens
+        suffix = [self.suffix.speculate(row) for row in rows]
+        model = self.arctic.propose_with_hidden(rows, sample_hidden, num_drafts)
+        out = self.choose(suffix, model, threshold)
+        for draft, chosen in zip(suffix, out, strict=True):
+            took_suffix = draft is not None and bool(chosen) and list(draft.token_ids) == chosen
+            self.suffix_rows += int(took_suffix)
+            self.arctic_rows += int(bool(chosen) and not took_suffix)
+        return out

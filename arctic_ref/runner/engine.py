@@ -15,7 +15,7 @@ from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode
-from arctic_ref.runner.drafters import Drafter, NoDrafter
+from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.requests import RequestState, SamplingParams
 from arctic_ref.runner.runner import ReferenceRunner
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
@@ -80,7 +80,7 @@ class SampleRecord:
 
 
 def build_runner(
-    config: EngineConfig, full: Weights, groups: RankGroups, drafter: Drafter | None = None
+    config: EngineConfig, full: Weights, groups: RankGroups, drafter: Drafter | HiddenStateDrafter | None = None
 ) -> ReferenceRunner:
     """Base model shard (t, T); shift model shard (t·S + s, P) when shift is enabled; one cache."""
     layout, cfg = config.layout, config.model

@@ -13,11 +13,19 @@ from arctic_ref.model.weights import Weights, load_weights, random_weights
 from arctic_ref.parallel.comm import build_groups
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
-from arctic_ref.runner.drafters import Drafter, NgramDrafter, NoDrafter, SuffixDrafter
+from arctic_ref.runner.drafters import (
+    ArcticDrafter,
+    Drafter,
+    HiddenStateDrafter,
+    NgramDrafter,
+    NoDrafter,
+    SuffixDrafter,
+)
 from arctic_ref.runner.engine import EngineConfig, RequestResult, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.runner.speculator import speculator_for
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -49,8 +57,8 @@ class GenerateJob:
             raise ValueError(f"--dtype must be one of {sorted(DTYPES)} (got {self.dtype!r})")
         if self.spec not in SPECS:
             raise ValueError(f"--spec must be one of {list(SPECS)} (got {self.spec!r})")
-        if self.spec == "arctic":
-            raise ValueError("--spec arctic is not available yet in this build (the speculator is issue 6)")
+        if self.spec == "arctic" and self.num_spec_tokens is not None and self.num_spec_tokens > 3:
+            raise ValueError(f"--num-spec-tokens({self.num_spec_tokens}) > the speculator's n_predict(3)")
         if self.num_spec_tokens is not None and not 1 <= self.num_spec_tokens <= MAX_SPEC_LEN:
             raise ValueError(f"--num-spec-tokens({self.num_spec_tokens}) must be in [1, {MAX_SPEC_LEN}]")
         if self.max_tokens < 1 or self.temperature < 0:
@@ -75,8 +83,14 @@ class GenerateJob:
             device=self.device, cuda_graphs=False,
         )  # fmt: skip
 
-    def drafter(self, max_model_len: int) -> Drafter:
-        """none; suffix (max draft ``--num-spec-tokens``, default 32); ngram (k default 3, lookup 5..5)."""
+    def drafter(self, model: ModelConfig, max_model_len: int, device: torch.device) -> Drafter | HiddenStateDrafter:
+        """none; suffix (max draft ``--num-spec-tokens``, default 32); ngram (k default 3, lookup
+        5..5); arctic (the MLP speculator alone, random weights from seed + 1, k default n_predict)."""
+        if self.spec == "arctic":
+            speculator = speculator_for(
+                model.hidden_size, model.vocab_size, "mlp", self.seed + 1, DTYPES[self.dtype], device
+            )
+            return ArcticDrafter(speculator, max_model_len, num_spec_tokens=self.num_spec_tokens or 3)
         if self.spec == "suffix":
             return SuffixDrafter(max_model_len, num_spec_tokens=self.num_spec_tokens or 32)
         if self.spec == "ngram":
@@ -113,7 +127,8 @@ def generate_on_rank(info: RankInfo, job: GenerateJob) -> list[RequestResult] | 
                               shift_threshold=engine.shift_threshold, scheduler=engine.scheduler,
                               device=str(device), cuda_graphs=engine.cuda_graphs)  # fmt: skip
     groups = build_groups(engine.layout, info.rank)
-    runner = build_runner(engine, job.weights(engine.model), groups, job.drafter(engine.scheduler.max_model_len))
+    drafter = job.drafter(engine.model, engine.scheduler.max_model_len, device)
+    runner = build_runner(engine, job.weights(engine.model), groups, drafter)
     prompts = job.prompt_ids(engine.model)
     params = [
         SamplingParams(

@@ -14,7 +14,7 @@ from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, fo
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
-from arctic_ref.runner.drafters import Drafter, NoDrafter
+from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.graphs import CapturedForward
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
 from arctic_ref.spec.drafts import DraftRow
@@ -104,7 +104,7 @@ class ReferenceRunner:
     graphs: GraphTables
     groups: RankGroups
     device: torch.device
-    drafter: Drafter = field(default_factory=NoDrafter)
+    drafter: Drafter | HiddenStateDrafter = field(default_factory=NoDrafter)
     graph_context: int = 1024  # static key slots per row in captured graphs (max_model_len)
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
@@ -129,7 +129,8 @@ class ReferenceRunner:
             bounds = [0, *(int(c) + i + 1 for i, c in enumerate(_cumsum(inputs.spec.num_draft_tokens)))]
             rows = tuple(tuple(range(bounds[i], bounds[i + 1])) for i in range(len(sched.scheduled)))
         self.append_sampled(sched, valid)
-        drafts = self.propose(sched, valid)
+        num_drafts = [len(item.spec_token_ids) for item in sched.scheduled]
+        drafts = self.propose(sched, valid, hidden[list(inputs.logits_indices)], num_drafts)
         return RunnerOutput(
             req_ids=tuple(r.req_id for r in sched.scheduled),
             sampled_token_ids=tuple(tuple(v) for v in valid),
@@ -245,13 +246,18 @@ class ReferenceRunner:
             valid[i] = tokens
         return valid
 
-    def propose(self, sched: SchedulerOutput, valid: list[list[int]]) -> list[list[int]]:
-        """Stages 8–9: the drafter sees every scheduled row with its tokens after this step."""
+    def propose(
+        self, sched: SchedulerOutput, valid: list[list[int]], sample_hidden: Tensor, num_drafts: list[int]
+    ) -> list[list[int]]:
+        """Stages 8–9: the drafter sees every scheduled row with its tokens after this step (and,
+        if it reads them, the hidden states at this step's logits indices)."""
         rows = [
             DraftRow(req_id=item.req_id, token_ids=self.batch[item.req_id].tokens,
                      num_prompt_tokens=len(self.batch[item.req_id].prompt), sampled=tokens)
             for item, tokens in zip(sched.scheduled, valid, strict=True)
         ]  # fmt: skip
+        if isinstance(self.drafter, HiddenStateDrafter):
+            return self.drafter.propose_with_hidden(rows, sample_hidden, num_drafts)
         return self.drafter.propose(rows)
 
     def append_sampled(self, sched: SchedulerOutput, valid: list[list[int]]) -> None:

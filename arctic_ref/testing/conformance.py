@@ -14,11 +14,22 @@ from arctic_ref.parallel.comm import build_groups, counting
 from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
-from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, NoDrafter, OracleDrafter, SuffixDrafter
+from arctic_ref.runner.drafters import (
+    ArcticDrafter,
+    Drafter,
+    HiddenStateDrafter,
+    HybridDrafter,
+    JunkDrafter,
+    NgramDrafter,
+    NoDrafter,
+    OracleDrafter,
+    SuffixDrafter,
+)
 from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.runner.speculator import Kind, speculator_for
 from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
 from arctic_ref.testing.isolation import check_interleaved_layouts
 
@@ -37,7 +48,7 @@ class LayoutCase:
     max_tokens: int = 32
     seed: int = 0
     device: str = "cpu"  # "cuda": rank r on cuda:r (NCCL)
-    drafter: str = "none"  # none | suffix | ngram | oracle | junk
+    drafter: str = "none"  # none | suffix | ngram | oracle | junk | arctic-mlp | arctic-lstm | hybrid
     reference: tuple[tuple[int, ...], ...] = ()  # the oracle drafter's L0 outputs
     oracle_correct: int = 3
 
@@ -94,7 +105,7 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
                          modes=Counter(r.mode for r in records), collectives=collectives)  # fmt: skip
 
 
-def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter:
+def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateDrafter:
     """The drafters of check's spec-lossless battery (runner.md §5); all deterministic per rank."""
     max_len = 1024
     if case.drafter == "suffix":
@@ -105,6 +116,14 @@ def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter:
         return OracleDrafter(case.reference, case.oracle_correct, model.vocab_size, max_len)
     if case.drafter == "junk":
         return JunkDrafter(model.vocab_size, max_len, k=4, seed=case.seed)
+    if case.drafter in ("arctic-mlp", "arctic-lstm", "hybrid"):
+        kind: Kind = "lstm" if case.drafter == "arctic-lstm" else "mlp"
+        device = torch.device(f"cuda:{torch.cuda.current_device()}" if case.device == "cuda" else "cpu")
+        speculator = speculator_for(
+            model.hidden_size, model.vocab_size, kind, case.seed + 1, DTYPES[case.dtype], device
+        )
+        arctic = ArcticDrafter(speculator, max_len, num_spec_tokens=3)
+        return HybridDrafter(SuffixDrafter(max_len), arctic) if case.drafter == "hybrid" else arctic
     if case.drafter != "none":
         raise ValueError(f"unknown drafter {case.drafter!r}")
     return NoDrafter()
