@@ -19,7 +19,9 @@ LAYERS = 4
 BY_NAME = {case.name: case for case in LAYOUTS}
 LOW_PRECISION = tuple(replace(BY_NAME[n], dtype=d) for n in ("L3", "L7") for d in ("float32", "bfloat16"))
 LOW_BASELINES = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bfloat16"))
-SPECULATIVE = tuple(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8"))
+SPECULATIVE = tuple(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8")) + tuple(
+    replace(BY_NAME[n], drafter="hybrid") for n in ("L3", "L6")
+)
 
 
 @pytest.fixture(scope="module")

@@ -141,7 +141,7 @@ def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) ->
         (["--tp", "0"], "world_size must be >= 1 (got 0)"),
         (["--shift-threshold", "4"], "shift parallelism requires ulysses_sequence_parallel_size > 1 (got 1)"),
         (["--sp", "2", "--shift-threshold", "-1"], "shift_parallel_threshold must be >= 0 (got -1)"),
-        (["--spec", "arctic"], "--spec arctic is not available yet"),
+        (["--spec", "arctic", "--num-spec-tokens", "4"], "--num-spec-tokens(4) > the speculator's n_predict(3)"),
         (["--spec", "suffix", "--num-spec-tokens", "33"], "--num-spec-tokens(33) must be in [1, 32]"),
     ],
 )
@@ -157,11 +157,11 @@ def test_generate_rejects_out_of_vocab_prompts(tmp_path: Path, capsys: pytest.Ca
     assert "[0, 512)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("spec", ["suffix", "ngram"])
+@pytest.mark.parametrize("spec", ["suffix", "ngram", "arctic"])
 def test_generate_with_drafts_is_lossless_and_reports_acceptance(capsys: pytest.CaptureFixture[str], spec: str) -> None:
     assert main(["generate", "--max-tokens", "12", "--json"]) == 0
     plain = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert main(["generate", "--max-tokens", "12", "--json", "--spec", spec, "--num-spec-tokens", "4"]) == 0
+    assert main(["generate", "--max-tokens", "12", "--json", "--spec", spec, "--num-spec-tokens", "3"]) == 0
     speculative = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["output_token_ids"] for r in speculative] == [r["output_token_ids"] for r in plain]
     assert sum(r["num_draft_tokens"] for r in speculative) > 0

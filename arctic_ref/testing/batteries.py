@@ -1,10 +1,13 @@
 """The conformance batteries behind ``arctic-ref check``: each runs on embedded defaults and returns
 a ``BatteryResult`` row (pass/fail/skip, how much was compared, key figures)."""
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+
+import torch
 
 from arctic_ref.model.config import tiny_config
 from arctic_ref.model.weights import random_weights
@@ -14,14 +17,21 @@ from arctic_ref.parallel.heads import base_kv_heads, kv_head_of_query, query_hea
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, plan_step
-from arctic_ref.runner.drafters import SuffixDrafter
+from arctic_ref.runner.drafters import SuffixDrafter, ngram_draft, ngram_draft_longest, per_row_choice, per_row_lengths
 from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.runner.speculator import (
+    ArcticSpeculator,
+    SpeculatorConfig,
+    propose_literal,
+    select_hidden_rows,
+    speculator_weights,
+)
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.rejection import rejection_sample
-from arctic_ref.suffix.cache import SuffixDecodingCache
+from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.bug_replays import BUG_REPLAYS, check_draft_selection
@@ -37,7 +47,7 @@ from arctic_ref.testing.differential import run_differential
 from arctic_ref.testing.hf import TRANSFORMERS_AVAILABLE, compare_with_transformers
 from arctic_ref.testing.rejection_kit import check_rejection_sampler
 from arctic_ref.testing.rejection_report import Status
-from arctic_ref.testing.runner_bugs import doubled_samples_pattern
+from arctic_ref.testing.runner_bugs import batch_min_lengths, doubled_samples_pattern, step_wide_blanking
 from arctic_ref.testing.stateful import reference_trees
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 
@@ -214,13 +224,14 @@ def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
         ("model-hf", model_vs_transformers),
         ("suffix-runner", suffix_runner_rules),
         ("padding", padding_neutral),
+        ("speculator", speculator_checks),
     ]
 
 
 BATTERY_IDS = (
     "suffix-naive", "suffix-upstream", "suffix-replay-path", "suffix-replay-tree", "suffix-invariants",
     "rejection-kit", "draft-selection", "layout", "heads", "cudagraph", "model-hf", "suffix-runner", "padding",
-    "layouts",
+    "speculator", "layouts",
 )  # fmt: skip
 """The ids ``--only`` accepts: ``all_batteries()`` in order, then the multi-process group."""
 
@@ -399,7 +410,7 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     speculative = tuple(
         replace(case, drafter=d, reference=reference)
         for case in LAYOUTS if case.name in ("L0", "L3", "L6")
-        for d in ("ngram", "suffix", "oracle", "junk")
+        for d in ("ngram", "suffix", "oracle", "junk", "arctic-mlp", "arctic-lstm", "hybrid")
     )  # fmt: skip
     spec_solo = run_cases(RankInfo(0, 1, "gloo"), tuple(c for c in speculative if c.world_size == 1))
     assert spec_solo is not None
@@ -460,7 +471,7 @@ def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[
             accepted += sum(r.num_accepted_tokens for r in outcome.results)
             verify_steps += sum(r.num_verify_steps for r in outcome.results)
     return BatteryResult(
-        name="spec-lossless: none/ngram/suffix/oracle/junk on L0, L3, L6", compared=len(cases),
+        name="spec-lossless: 7 drafters on L0, L3, L6", compared=len(cases),
         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
         figures={"suffix acc": f"{accepted / drafts:.2f} ({accepted}/{drafts})" if drafts else "-",
                  "mean emitted per verify step": f"{(accepted + verify_steps) / verify_steps:.2f}" if verify_steps else "-"},
@@ -542,3 +553,53 @@ def padding_neutral() -> BatteryResult:
     return BatteryResult(name="padding: forced graph padding leaves real rows unchanged", compared=len(rows[1]),
                          outcome=Outcome.PASS if ok else Outcome.FAIL, figures={"max |Δlogits|": f"{worst:.1e}"},
                          detail="" if ok else f"tokens equal {outputs[0] == outputs[1]}, finite {finite}")  # fmt: skip
+
+
+def speculator_checks() -> BatteryResult:
+    """runner.md §2.4–2.5, §2.3: batched speculators ≡ the literal per-row loop (float64), the
+    hidden-row example, the seed's batch-wide cut and hybrid blanking caught by their checks, and
+    both n-gram rules against a brute-force matcher."""
+    problems, compared = [], 0
+    g = torch.Generator().manual_seed(0)
+    for config in (SpeculatorConfig(kind="mlp"), SpeculatorConfig(kind="mlp", tie_weights=True),
+                   SpeculatorConfig(kind="lstm", tie_weights=True)):  # fmt: skip
+        speculator = ArcticSpeculator(config, speculator_weights(config, 1))
+        hidden = torch.randn(16, config.input_dim, dtype=torch.float64, generator=g)
+        tokens = torch.randint(0, config.vocab_size, (16,), generator=g)
+        compared += 16
+        if speculator.propose(hidden, tokens, 3).tolist() != propose_literal(speculator, hidden, tokens.tolist(), 3):
+            problems.append(f"{config.kind} tied={config.tie_weights}: batched != literal")
+    if select_hidden_rows(torch.zeros(8, 4), [3, 0, 2], [[1, 2], [3], [4, 5, 6]]) != [1, 4, 7]:
+        problems.append("hidden-row example")
+    rows = [_draft_row("a", list(range(98)), 2, [7]), _draft_row("b", list(range(10)), 2, [8])]
+    if batch_min_lengths(rows, 3, 100) == per_row_lengths(rows, 3, 100):
+        problems.append("batch-wide cut fixture not caught")
+    drafts = [
+        SuffixDecodingDraft(token_ids=[1, 2, 3, 4], parents=[-1, 0, 1, 2], probs=[1.0] * 4, score=5.0, match_len=1),
+        None,
+    ]
+    if step_wide_blanking(drafts, [[5], [6, 6, 6]], 3.0) == per_row_choice(drafts, [[5], [6, 6, 6]], 3.0):
+        problems.append("hybrid blanking fixture not caught")
+    rng = random.Random(0)
+    for _ in range(500):
+        tokens_list = [rng.randrange(3) for _ in range(rng.randrange(1, 25))]
+        lo = rng.randrange(1, 4)
+        hi = lo + rng.randrange(3)
+        compared += 2
+        for rule, overlap in ((ngram_draft, False), (ngram_draft_longest, True)):
+            if rule(tokens_list, 3, lo, hi) != _brute_ngram(tokens_list, 3, lo, hi, overlap):
+                problems.append(f"{rule.__name__}({tokens_list}, {lo}..{hi})")
+    return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules", compared=compared,
+                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]))  # fmt: skip
+
+
+def _brute_ngram(tokens: list[int], k: int, lo: int, hi: int, overlap: bool) -> list[int]:
+    size = len(tokens)
+    for n in range(hi, lo - 1, -1):
+        if n >= size:
+            continue
+        limit = size - n if overlap else size - 2 * n + 1
+        starts = [j for j in range(max(0, limit)) if tokens[j : j + n] == tokens[size - n :]]
+        if starts:
+            return tokens[starts[0] + n : starts[0] + n + k]
+    return []

@@ -1,0 +1,171 @@
+"""The Arctic speculators, hybrid selection and n-gram rules (runner.md §2.3–2.5): batched ≡ literal
+per-row loop in float64, the hidden-row example, per-row lengths and per-row hybrid choice with the
+seed's bugs as fixtures that the tests catch, and lossless greedy output with every drafter."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arctic_ref.model.config import tiny_config
+from arctic_ref.model.weights import random_weights
+from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
+from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
+from arctic_ref.runner.drafters import (
+    ArcticDrafter,
+    HybridDrafter,
+    NgramDrafter,
+    SuffixDrafter,
+    ngram_draft,
+    ngram_draft_longest,
+    per_row_choice,
+)
+from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.runner.speculator import (
+    ArcticSpeculator,
+    SpeculatorConfig,
+    propose_literal,
+    select_hidden_rows,
+    speculator_for,
+    speculator_weights,
+)
+from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.suffix.cache import SuffixDecodingDraft
+from arctic_ref.testing.runner_bugs import batch_min_lengths, step_wide_blanking
+
+CONFIG = tiny_config()
+SOLO = SoloComm(0)
+GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [SpeculatorConfig(kind="mlp"), SpeculatorConfig(kind="mlp", tie_weights=True, n_predict=4),
+     SpeculatorConfig(kind="mlp", scale_input=False), SpeculatorConfig(kind="lstm", tie_weights=True)],
+    ids=["mlp", "mlp-tied", "mlp-unscaled", "lstm"],
+)  # fmt: skip
+def test_batched_speculator_equals_the_literal_loop(config: SpeculatorConfig) -> None:
+    speculator = ArcticSpeculator(config, speculator_weights(config, 1))
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(9, config.input_dim, dtype=torch.float64, generator=g)
+    tokens = torch.randint(0, config.vocab_size, (9,), generator=g)
+    for k in range(config.n_predict + 1):
+        batched = speculator.propose(hidden, tokens, k).tolist()
+        assert batched == propose_literal(speculator, hidden, tokens.tolist(), k)
+        assert all(len(chain) == k for chain in batched)
+    assert len({tuple(c) for c in speculator.propose(hidden, tokens, config.n_predict).tolist()}) > 1
+
+
+def test_constants_and_weight_names() -> None:
+    config = SpeculatorConfig(n_predict=3, inner_dim=128)
+    w_s = 0.5 ** (0.5 / 3)
+    assert config.alpha == pytest.approx(math.sqrt((1 - w_s**2) * 64) / w_s)
+    mlp = speculator_weights(config, 1)
+    assert sorted(mlp) == sorted(f"{p}.{i}.{s}" for i in range(3) for p, s in
+                                 [("emb", "weight"), ("proj", "weight"), ("ln", "weight"), ("ln", "bias"), ("head", "weight")])  # fmt: skip
+    lstm = speculator_weights(SpeculatorConfig(kind="lstm", tie_weights=True), 1)
+    assert lstm["projs.0.weight"].shape == (512, 128) and lstm["forget_emb.0.weight"].shape == (512, 128)
+    with pytest.raises(ValueError, match="requires tie_weights"):
+        SpeculatorConfig(kind="lstm")
+
+
+def test_hidden_row_example() -> None:
+    """runner.md §2.4: n = [3, 0, 2], v = [2, 1, 3] → rows 1, 4, 7; without drafts row r → r."""
+    sample_hidden = torch.zeros(8, 4)
+    assert select_hidden_rows(sample_hidden, [3, 0, 2], [[1, 2], [3], [4, 5, 6]]) == [1, 4, 7]
+    assert select_hidden_rows(torch.zeros(3, 4), [0, 0, 0], [[1], [], [2]]) == [0, 1, 2]
+    with pytest.raises(ValueError, match="8 sampled hidden rows, but the drafts account for 6"):
+        select_hidden_rows(sample_hidden, [3, 0, 0], [[1], [2], [3]])
+
+
+def _row(req: str, n: int, sampled: list[int]) -> DraftRow:
+    return DraftRow(req_id=req, token_ids=list(range(1, n + 1)), num_prompt_tokens=2, sampled=sampled)
+
+
+def test_lengths_are_cut_per_row_and_the_seed_batch_minimum_is_caught() -> None:
+    speculator = speculator_for(128, 512, "mlp", 1, torch.float64)
+    rows = [_row("near-end", 98, [7]), _row("far", 10, [8]), _row("partial", 5, [])]
+    hidden = torch.randn(3, 128, dtype=torch.float64)
+    intended = ArcticDrafter(speculator, 100, 3).propose_with_hidden(rows, hidden, [0, 0, 0])
+    assert [len(d) for d in intended] == [1, 3, 0]  # M − N − 1 = 1 for the first row; none for partial prefills
+    buggy = ArcticDrafter(speculator, 100, 3, lengths=batch_min_lengths).propose_with_hidden(rows, hidden, [0, 0, 0])
+    assert [len(d) for d in buggy] == [1, 1, 0] and buggy != intended
+
+
+def _draft(tokens: list[int], score: float) -> SuffixDecodingDraft:
+    return SuffixDecodingDraft(token_ids=tokens, parents=list(range(-1, len(tokens) - 1)), probs=[1.0] * len(tokens),
+                               score=score, match_len=1)  # fmt: skip
+
+
+def test_hybrid_choice_is_per_row_and_the_seed_blanking_is_caught() -> None:
+    suffix = [_draft([1, 2, 3, 4], 5.0), _draft([9], 0.5), None]
+    model = [[5, 6, 7], [8, 8, 8], [4, 4, 4]]
+    assert per_row_choice(suffix, model, 3.0) == [[1, 2, 3, 4], [8, 8, 8], [4, 4, 4]]
+    assert step_wide_blanking(suffix, model, 3.0) == [[1, 2, 3, 4], [], []]
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 3), st.integers(0, 2), st.integers(1, 5))
+def test_ngram_rules_against_brute_force(tokens: list[int], lo: int, extra: int, k: int) -> None:
+    hi = lo + extra
+    size = len(tokens)
+
+    def brute(overlap: bool) -> list[int]:
+        for n in range(hi, lo - 1, -1):
+            last = tokens[size - n :] if n <= size else None
+            limit = size - n if overlap else size - 2 * n + 1
+            starts = [j for j in range(max(0, limit)) if last is not None and n < size and tokens[j : j + n] == last]
+            if starts:
+                return tokens[starts[0] + n : starts[0] + n + k]
+        return []
+
+    assert ngram_draft(tokens, k, lo, hi) == brute(False)
+    assert ngram_draft_longest(tokens, k, lo, hi) == brute(True)
+
+
+def test_ngram_longest_rule_allows_overlap() -> None:
+    """[1,1,1]: the 0.9 rule finds nothing at n = 2 (overlap); ≥ 0.10.1 matches at j = 0."""
+    assert ngram_draft([1, 1, 1], 3, 2, 2) == []
+    assert ngram_draft_longest([1, 1, 1], 3, 2, 2) == [1]
+
+
+REFERENCE = [r.output_token_ids for r in run_requests(
+    build_runner(EngineConfig(model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)),
+                 random_weights(CONFIG, 0), GROUPS),
+    SchedulerConfig(max_num_batched_tokens=64), builtin_prompts(512), [SamplingParams(max_tokens=24)] * 4)]  # fmt: skip
+
+
+def _drafter(name: str) -> object:
+    mlp = ArcticDrafter(speculator_for(128, 512, "mlp", 1, torch.float64), 1024, 3)
+    return {
+        "arctic-mlp": mlp,
+        "arctic-lstm": ArcticDrafter(speculator_for(128, 512, "lstm", 1, torch.float64), 1024, 3),
+        "hybrid": HybridDrafter(SuffixDrafter(1024), mlp),
+        "ngram-0.10.1": NgramDrafter(1024, 3, min_n=1, max_n=4, rule="vllm-0.10.1"),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["arctic-mlp", "arctic-lstm", "hybrid", "ngram-0.10.1"])
+def test_greedy_output_is_lossless(name: str) -> None:
+    drafter = _drafter(name)
+    engine = EngineConfig(
+        model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)
+    )
+    results = run_requests(build_runner(engine, random_weights(CONFIG, 0), GROUPS, drafter),  # type: ignore[arg-type]
+                           engine.scheduler, builtin_prompts(512), [SamplingParams(max_tokens=24)] * 4)  # fmt: skip
+    assert [r.output_token_ids for r in results] == REFERENCE
+    assert sum(r.num_draft_tokens for r in results) > 0
+    if isinstance(drafter, HybridDrafter):
+        print(f"\nhybrid: {drafter.suffix_rows} suffix rows, {drafter.arctic_rows} arctic rows")
+        assert drafter.suffix_rows > 0 and drafter.arctic_rows > 0
+
+
+def test_speculator_drafts_are_the_same_on_every_rank_by_construction() -> None:
+    """Weights come from a seeded CPU generator: two builds are identical (ranks build their own)."""
+    a, b = speculator_for(128, 512, "mlp", 7, torch.float32), speculator_for(128, 512, "mlp", 7, torch.float32)
+    assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
+    np.testing.assert_array_equal(
+        a.propose(torch.ones(2, 128), torch.tensor([1, 2]), 3), b.propose(torch.ones(2, 128), torch.tensor([1, 2]), 3)
+    )
