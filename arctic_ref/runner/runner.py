@@ -17,6 +17,7 @@ from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.graphs import CapturedForward
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
+from arctic_ref.runner.trace import LogitsProcessor
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
 from arctic_ref.spec.rejection import parse_output, rejection_sample
@@ -106,6 +107,7 @@ class ReferenceRunner:
     device: torch.device
     drafter: Drafter | HiddenStateDrafter = field(default_factory=NoDrafter)
     graph_context: int = 1024  # static key slots per row in captured graphs (max_model_len)
+    logits_processor: LogitsProcessor | None = None  # e.g. TraceForcing in benchmarks
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
 
@@ -121,6 +123,8 @@ class ReferenceRunner:
         else:
             hidden = forward(model, inputs.forward, self.cache, plan)
         logits = compute_logits(model, hidden[list(inputs.logits_indices)], plan)
+        if self.logits_processor is not None:
+            logits = self.logits_processor(logits, *self.logits_owners(sched, inputs))
         if inputs.spec is None:
             valid = self.sample(sched, logits, inputs.partial_prefill)
             rows: tuple[tuple[int, ...], ...] = tuple((i,) for i in range(len(sched.scheduled)))
@@ -144,6 +148,12 @@ class ReferenceRunner:
             sample_logits=logits,
             logits_rows=rows,
         )
+
+    def logits_owners(self, sched: SchedulerOutput, inputs: StepInputs) -> tuple[list[ReqId], Tensor]:
+        """Per logits row: its request, and the index of the token it predicts (position + 1)."""
+        counts = [1] * len(sched.scheduled) if inputs.spec is None else [n + 1 for n in inputs.spec.num_draft_tokens]
+        owners = [item.req_id for item, n in zip(sched.scheduled, counts, strict=True) for _ in range(n)]
+        return owners, inputs.forward.positions[list(inputs.logits_indices)] + 1
 
     def graph_for(self, plan: StepPlan) -> CapturedForward:
         """The captured graph of this mode and padded size, captured on first use (all graphs share

@@ -19,6 +19,7 @@ from arctic_ref.runner.engine import SampleRecord
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
+from arctic_ref.runner.trace import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.testing.runner_bugs import doubled_samples_pattern
 from arctic_ref.types import ReqId
@@ -214,3 +215,20 @@ def test_sampled_output_keeps_the_target_distribution(name: str) -> None:
     p_value = stats.chisquare(obs, exp).pvalue
     print(f"\n{name}: {int(sum(observed))} samples, {drafts} drafts, chi-square p = {p_value:.3g}")
     assert p_value > 1e-4
+
+
+@pytest.mark.parametrize("name", ["none", "suffix", "junk"])
+def test_trace_forcing_reproduces_the_trace_with_any_drafter(name: str) -> None:
+    """runner.md §7 replayed trace: every target choice forced to the trace, every forward real."""
+    traces = tuple(repeated_span_trace(24, 40, CONFIG.vocab_size, seed) for seed in range(3))
+    drafter = {"none": None, "suffix": SuffixDrafter(1024), "junk": JunkDrafter(CONFIG.vocab_size, 1024)}[name]
+    engine = EngineConfig(
+        model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)
+    )
+    runner = build_runner(engine, WEIGHTS, GROUPS, drafter)
+    runner.logits_processor = TraceForcing(traces)
+    results = run_requests(runner, engine.scheduler, [t[:24] for t in traces], [SamplingParams(max_tokens=40)] * 3)
+    assert [r.output_token_ids for r in results] == [t[24:] for t in traces]
+    if name == "suffix":
+        accepted = sum(r.num_accepted_tokens for r in results)
+        assert accepted > 0 and sum(r.num_steps for r in results) < 3 * 40
