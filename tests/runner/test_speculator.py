@@ -169,3 +169,34 @@ def test_speculator_drafts_are_the_same_on_every_rank_by_construction() -> None:
     np.testing.assert_array_equal(
         a.propose(torch.ones(2, 128), torch.tensor([1, 2]), 3), b.propose(torch.ones(2, 128), torch.tensor([1, 2]), 3)
     )
+
+
+_DRAFTS = st.one_of(
+    st.none(),
+    st.builds(lambda tokens, score: _draft(tokens, score), st.lists(st.integers(0, 9), max_size=4), st.floats(0, 8)),
+)
+
+
+@given(
+    st.lists(st.tuples(_DRAFTS, st.lists(st.integers(0, 9), max_size=3)), min_size=1, max_size=6),
+    st.integers(1, 5),
+    st.data(),
+)
+def test_hybrid_rule_is_per_row_and_as_specified(rows: list, threshold: int, data: st.DataObject) -> None:  # type: ignore[type-arg]
+    """runner.md §2.5 item 4 as a property: row i takes its suffix draft iff that draft is non-empty
+    with score ≥ k, else its Arctic draft; changing any other row never changes row i; the seed's
+    step-wide blanking breaks row independence whenever one row is blank and another is not."""
+    suffix = [d for d, _ in rows]
+    model = [m for _, m in rows]
+    out = per_row_choice(suffix, model, threshold)
+    for i, (d, m) in enumerate(rows):
+        wanted = list(d.token_ids) if d is not None and d.token_ids and d.score >= threshold else m
+        assert out[i] == wanted
+    j = data.draw(st.integers(0, len(rows) - 1))
+    changed_model = [*model[:j], [9, 9], *model[j + 1 :]]
+    changed = per_row_choice(suffix, changed_model, threshold)
+    assert all(changed[i] == out[i] for i in range(len(rows)) if i != j)
+    seed = step_wide_blanking(suffix, model, threshold)
+    arctic_rows = [i for i, (d, _) in enumerate(rows) if not (d is not None and d.token_ids and d.score >= threshold)]
+    if any(model[i] for i in arctic_rows) and any(not model[i] for i in range(len(rows))):
+        assert seed != out  # the fixture is caught by this property
