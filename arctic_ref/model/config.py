@@ -4,7 +4,12 @@
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+import torch
+
+DTYPES: Final = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
+"""Run dtypes by name (``--dtype``, conformance cases)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

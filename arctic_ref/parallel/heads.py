@@ -1,6 +1,7 @@
 """Which query and KV heads GPU (s, t) holds, in base mode and in shift mode (parallel.md §1.2),
 as closed formulas: the KV-cache invariance theorem (§3.3) compares the two."""
 
+from arctic_ref.model.shard import kv_head_range
 from arctic_ref.parallel.layout import ParallelLayout
 
 
@@ -24,14 +25,9 @@ def base_kv_heads(layout: ParallelLayout, rank: int, num_kv_heads: int) -> range
 
 
 def shift_kv_heads(layout: ParallelLayout, rank: int, num_kv_heads: int) -> range:
-    """Shift mode (TP' = P): chunk r of K/P heads, or head r // (P/K)."""
-    p = layout.world_size
-    r = layout.shift_rank(rank)
-    if num_kv_heads >= p:
-        chunk = num_kv_heads // p
-        return range(r * chunk, (r + 1) * chunk)
-    head = r // (p // num_kv_heads)
-    return range(head, head + 1)
+    """Shift mode (TP' = P): chunk r of K/P heads, or head r // (P/K) — exactly what the shift
+    model's ``shard_weights`` keeps, so T1 checks the model's own shard function."""
+    return kv_head_range(num_kv_heads, layout.shift_rank(rank), layout.world_size)
 
 
 def kv_head_of_query(query_head: int, num_heads: int, num_kv_heads: int) -> int:

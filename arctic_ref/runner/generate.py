@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from arctic_ref.model.config import ModelConfig, tiny_config
+from arctic_ref.model.config import DTYPES, ModelConfig, tiny_config
 from arctic_ref.model.weights import Weights, load_weights, random_weights
 from arctic_ref.parallel.comm import build_groups
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
@@ -28,7 +28,6 @@ from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import speculator_for
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 SPECS = ("none", "suffix", "ngram", "arctic")
 
 

@@ -2,6 +2,7 @@
 item 6; parallel.md §4.2). Inputs are copied into static buffers; attention uses the static
 ``BatchedAttention`` form; the KV cache is the runner's own (graphs write into it in place)."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -11,6 +12,23 @@ from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batc
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
 from arctic_ref.parallel.plan import StepPlan
+
+
+def capture_graph(
+    fn: Callable[[], Tensor], device: torch.device, pool: tuple[int, int] | None = None
+) -> tuple[torch.cuda.CUDAGraph, Tensor]:
+    """Two warm-up calls on a side stream (allocator, cuBLAS handles), then one captured call;
+    returns the graph and the captured call's output buffer."""
+    side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool):  # type: ignore[arg-type]
+        out = fn()
+    return graph, out
 
 
 @dataclass(slots=True)
@@ -38,15 +56,7 @@ class CapturedForward:
                 real=torch.zeros(size, dtype=torch.bool, device=device),
             ),
         )
-        side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            for _ in range(2):  # warm-up outside the graph (allocator, cuBLAS handles)
-                forward(model, static, cache, plan)
-        torch.cuda.current_stream(device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=pool):  # type: ignore[arg-type]
-            hidden = forward(model, static, cache, plan)
+        graph, hidden = capture_graph(lambda: forward(model, static, cache, plan), device, pool)
         return cls(size=size, context=context, inputs=static, hidden=hidden, graph=graph)
 
     def replay(self, inputs: ForwardInputs) -> Tensor:

@@ -122,7 +122,8 @@ class ReferenceRunner:
             hidden = self.graph_for(plan).replay(inputs.forward)
         else:
             hidden = forward(model, inputs.forward, self.cache, plan)
-        logits = compute_logits(model, hidden[list(inputs.logits_indices)], plan)
+        sample_hidden = hidden[list(inputs.logits_indices)]  # a copy: valid past the next graph replay
+        logits = compute_logits(model, sample_hidden, plan)
         if self.logits_processor is not None:
             logits = self.logits_processor(logits, *self.logits_owners(sched, inputs))
         if inputs.spec is None:
@@ -134,7 +135,7 @@ class ReferenceRunner:
             rows = tuple(tuple(range(bounds[i], bounds[i + 1])) for i in range(len(sched.scheduled)))
         self.append_sampled(sched, valid)
         num_drafts = [len(item.spec_token_ids) for item in sched.scheduled]
-        drafts = self.propose(sched, valid, hidden[list(inputs.logits_indices)], num_drafts)
+        drafts = self.propose(sched, valid, sample_hidden, num_drafts)
         return RunnerOutput(
             req_ids=tuple(r.req_id for r in sched.scheduled),
             sampled_token_ids=tuple(tuple(v) for v in valid),

@@ -45,6 +45,7 @@ from arctic_ref.testing.conformance import (
 )
 from arctic_ref.testing.differential import run_differential
 from arctic_ref.testing.hf import TRANSFORMERS_AVAILABLE, compare_with_transformers
+from arctic_ref.testing.oracles import brute_force_ngram
 from arctic_ref.testing.rejection_kit import check_rejection_sampler
 from arctic_ref.testing.rejection_report import Status
 from arctic_ref.testing.runner_bugs import batch_min_lengths, doubled_samples_pattern, step_wide_blanking
@@ -587,19 +588,7 @@ def speculator_checks() -> BatteryResult:
         hi = lo + rng.randrange(3)
         compared += 2
         for rule, overlap in ((ngram_draft, False), (ngram_draft_longest, True)):
-            if rule(tokens_list, 3, lo, hi) != _brute_ngram(tokens_list, 3, lo, hi, overlap):
+            if rule(tokens_list, 3, lo, hi) != brute_force_ngram(tokens_list, 3, lo, hi, overlap=overlap):
                 problems.append(f"{rule.__name__}({tokens_list}, {lo}..{hi})")
     return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules", compared=compared,
                          outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]))  # fmt: skip
-
-
-def _brute_ngram(tokens: list[int], k: int, lo: int, hi: int, overlap: bool) -> list[int]:
-    size = len(tokens)
-    for n in range(hi, lo - 1, -1):
-        if n >= size:
-            continue
-        limit = size - n if overlap else size - 2 * n + 1
-        starts = [j for j in range(max(0, limit)) if tokens[j : j + n] == tokens[size - n :]]
-        if starts:
-            return tokens[starts[0] + n : starts[0] + n + k]
-    return []

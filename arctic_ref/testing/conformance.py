@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arctic_ref.model.config import ModelConfig, tiny_config
+from arctic_ref.model.config import DTYPES, ModelConfig, tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel.comm import build_groups, counting
 from arctic_ref.parallel.launch import RankInfo
@@ -33,7 +33,6 @@ from arctic_ref.runner.speculator import Kind, speculator_for
 from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
 from arctic_ref.testing.isolation import check_interleaved_layouts
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
 
 

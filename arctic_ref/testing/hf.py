@@ -23,6 +23,13 @@ except ImportError:  # pragma: no cover - transformers is a test dependency
     TRANSFORMERS_AVAILABLE = False
 
 
+def load_transformers_model(path: Path) -> "transformers.LlamaForCausalLM":
+    """``LlamaForCausalLM`` in float64 with sdpa attention (``dtype=`` on 5.x, ``torch_dtype=`` on 4.x)."""
+    major = int(transformers.__version__.split(".")[0])
+    dtype_kw = {"dtype": torch.float64} if major >= 5 else {"torch_dtype": torch.float64}
+    return transformers.LlamaForCausalLM.from_pretrained(path, attn_implementation="sdpa", **dtype_kw).eval()
+
+
 def compare_with_transformers(
     *, vocab: int = 512, tied: bool = False, budget: int = 7, max_tokens: int = 8
 ) -> tuple[float, int]:
@@ -40,9 +47,7 @@ def compare_with_transformers(
                            engine.scheduler, prompts, [SamplingParams(max_tokens=max_tokens)] * len(prompts), records=records)  # fmt: skip
     with tempfile.TemporaryDirectory() as path:
         save_pretrained(Path(path), config, weights)
-        major = int(transformers.__version__.split(".")[0])
-        dtype_kw = {"dtype": torch.float64} if major >= 5 else {"torch_dtype": torch.float64}
-        hf = transformers.LlamaForCausalLM.from_pretrained(path, attn_implementation="sdpa", **dtype_kw).eval()
+        hf = load_transformers_model(Path(path))
     worst = 0.0
     for result in results:
         prompt = prompts[result.prompt_index]

@@ -21,6 +21,7 @@ from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
+from arctic_ref.runner.graphs import capture_graph
 from benchmarks.cuda_timing import median_ms
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -90,16 +91,7 @@ def _step_fn(model: LlamaShard, cache: KVCache, inputs: ForwardInputs) -> Any:
 
 
 def _graph(step: Any) -> torch.cuda.CUDAGraph:
-    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-        step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph
+    return capture_graph(step, DEVICE)[0]
 
 
 def _floor_ms(model: LlamaShard, requests: int, bandwidth: float) -> tuple[float, float]:

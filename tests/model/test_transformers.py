@@ -15,16 +15,14 @@ from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.generate import GenerateJob, generate_on_rank
 from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.testing.hf import load_transformers_model
 
 transformers = pytest.importorskip("transformers")
 SOLO = SoloComm(0)
 GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
 
 
-def _hf(path: Path) -> "transformers.LlamaForCausalLM":
-    major = int(transformers.__version__.split(".")[0])
-    dtype_kw = {"dtype": torch.float64} if major >= 5 else {"torch_dtype": torch.float64}
-    return transformers.LlamaForCausalLM.from_pretrained(path, attn_implementation="sdpa", **dtype_kw).eval()
+_hf = load_transformers_model
 
 
 def _generate(config: ModelConfig, weights: dict[str, torch.Tensor], budget: int, *, graphs: bool = False,

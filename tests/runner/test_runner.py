@@ -21,6 +21,7 @@ from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
 from arctic_ref.runner.trace import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.testing.oracles import brute_force_ngram
 from arctic_ref.testing.runner_bugs import doubled_samples_pattern
 from arctic_ref.types import ReqId
 
@@ -143,15 +144,6 @@ def test_ngram_vectors(tokens: list[int], n: int, k: int, expected: list[int]) -
     assert ngram_draft(tokens, k, n, n) == expected
 
 
-def _brute_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:
-    size = len(tokens)
-    for n in range(max_n, min_n - 1, -1):
-        starts = [j for j in range(size) if j + 2 * n <= size and list(tokens[j : j + n]) == list(tokens[size - n :])]
-        if starts:
-            return list(tokens[starts[0] + n : starts[0] + n + k])
-    return []
-
-
 def test_ngram_against_brute_force() -> None:
     rng = np.random.default_rng(0)
     for _ in range(2000):
@@ -159,7 +151,7 @@ def test_ngram_against_brute_force() -> None:
         lo = int(rng.integers(1, 4))
         hi = lo + int(rng.integers(0, 3))
         k = int(rng.integers(1, 6))
-        assert ngram_draft(tokens, k, lo, hi) == _brute_ngram(tokens, k, lo, hi)
+        assert ngram_draft(tokens, k, lo, hi) == brute_force_ngram(tokens, k, lo, hi, overlap=False)
 
 
 SMALL = ModelConfig(vocab_size=16, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,

@@ -34,6 +34,7 @@ from arctic_ref.runner.speculator import (
 )
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.suffix.cache import SuffixDecodingDraft
+from arctic_ref.testing.oracles import brute_force_ngram
 from arctic_ref.testing.runner_bugs import batch_min_lengths, step_wide_blanking
 
 CONFIG = tiny_config()
@@ -110,19 +111,8 @@ def test_hybrid_choice_is_per_row_and_the_seed_blanking_is_caught() -> None:
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 3), st.integers(0, 2), st.integers(1, 5))
 def test_ngram_rules_against_brute_force(tokens: list[int], lo: int, extra: int, k: int) -> None:
     hi = lo + extra
-    size = len(tokens)
-
-    def brute(overlap: bool) -> list[int]:
-        for n in range(hi, lo - 1, -1):
-            last = tokens[size - n :] if n <= size else None
-            limit = size - n if overlap else size - 2 * n + 1
-            starts = [j for j in range(max(0, limit)) if last is not None and n < size and tokens[j : j + n] == last]
-            if starts:
-                return tokens[starts[0] + n : starts[0] + n + k]
-        return []
-
-    assert ngram_draft(tokens, k, lo, hi) == brute(False)
-    assert ngram_draft_longest(tokens, k, lo, hi) == brute(True)
+    assert ngram_draft(tokens, k, lo, hi) == brute_force_ngram(tokens, k, lo, hi, overlap=False)
+    assert ngram_draft_longest(tokens, k, lo, hi) == brute_force_ngram(tokens, k, lo, hi, overlap=True)
 
 
 def test_ngram_longest_rule_allows_overlap() -> None:
