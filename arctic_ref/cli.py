@@ -174,6 +174,7 @@ def _generate(args: argparse.Namespace) -> int:
         shift_threshold=args.shift_threshold, spec=args.spec, num_spec_tokens=args.num_spec_tokens,
         prompts=read_prompts(args.prompts) if args.prompts else None, max_tokens=args.max_tokens,
         temperature=args.temperature, sampling_seed=args.sampling_seed, device=args.device,
+        kernels=args.kernels, cuda_graphs=args.cuda_graphs,
     )  # fmt: skip
     engine = job.engine()
     _say(f"arctic-ref generate: {engine.layout.world_size} rank(s), tp {args.tp} sp {args.sp}, {args.dtype}, "
@@ -215,6 +216,13 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--sampling-seed", type=int, default=0)
     gen.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    gen.add_argument(
+        "--kernels",
+        choices=["reference", "triton"],
+        default="reference",
+        help="triton: the fused forward (packed projections, Triton kernels; --device cuda)",
+    )
+    gen.add_argument("--cuda-graphs", action="store_true", help="capture and replay CUDA graphs (--device cuda)")
     gen.add_argument("--json", action="store_true", help="one JSON object per request, prompt order")
     gen.set_defaults(run=_generate)
     sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (spec suffix-decoding.md §8)")

@@ -143,6 +143,8 @@ def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) ->
         (["--sp", "2", "--shift-threshold", "-1"], "shift_parallel_threshold must be >= 0 (got -1)"),
         (["--spec", "arctic", "--num-spec-tokens", "4"], "--num-spec-tokens(4) > the speculator's n_predict(3)"),
         (["--spec", "suffix", "--num-spec-tokens", "33"], "--num-spec-tokens(33) must be in [1, 32]"),
+        (["--kernels", "triton"], "kernels('triton') needs a CUDA device and Triton: device('cpu')"),
+        (["--cuda-graphs"], "--cuda-graphs needs --device cuda (got 'cpu')"),
     ],
 )
 def test_generate_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:

@@ -2,6 +2,7 @@
 SP, SP×TP and shift. The ``StepPlan`` says which groups the collectives use; the KV cache is an
 argument, so the base and shift models share it."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -169,3 +170,7 @@ def compute_logits(
     rows, shard_rows = local.shape
     full = gathered.view(comm.size, rows, shard_rows).permute(1, 0, 2).reshape(rows, comm.size * shard_rows)
     return full[:, : model.config.vocab_size]
+
+
+ForwardFn = Callable[[LlamaShard, ForwardInputs, KVCache, StepPlan], Tensor]
+"""``forward`` or an implementation of it (``arctic_ref.model.fused.fused_forward``)."""

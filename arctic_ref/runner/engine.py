@@ -8,8 +8,10 @@ import torch
 from torch import Tensor
 
 from arctic_ref.model.config import ModelConfig
+from arctic_ref.model.fused import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, BlockTables, KVCache
-from arctic_ref.model.llama import LlamaShard
+from arctic_ref.model.llama import LlamaShard, forward
+from arctic_ref.model.triton_ops import TRITON_AVAILABLE
 from arctic_ref.model.weights import Weights
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
@@ -21,6 +23,8 @@ from arctic_ref.runner.runner import ReferenceRunner
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
 from arctic_ref.types import ReqId
 
+KERNELS = ("reference", "triton")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineConfig:
@@ -31,8 +35,16 @@ class EngineConfig:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     device: str = "cpu"
     cuda_graphs: bool = False
+    kernels: str = "reference"  # "reference": the readable forward; "triton": fused_forward (CUDA)
 
     def __post_init__(self) -> None:
+        if self.kernels not in KERNELS:
+            raise ValueError(f"kernels({self.kernels!r}) must be one of {KERNELS}")
+        if self.kernels == "triton" and (not self.device.startswith("cuda") or not TRITON_AVAILABLE):
+            raise ValueError(
+                f"kernels('triton') needs a CUDA device and Triton: device({self.device!r}),"
+                f" triton installed({TRITON_AVAILABLE})"
+            )
         self.layout.validate_model(
             num_attention_heads=self.model.num_attention_heads,
             num_key_value_heads=self.model.num_key_value_heads,
@@ -89,6 +101,8 @@ def build_runner(
     models = {StepMode.BASE: LlamaShard.build(cast, cfg, layout.tp_rank(groups.rank), layout.tp)}
     if config.shift_threshold is not None:
         models[StepMode.SHIFT] = LlamaShard.build(cast, cfg, layout.shift_rank(groups.rank), layout.world_size)
+    if config.kernels == "triton":
+        models = {mode: pack_projections(model) for mode, model in models.items()}
     sched = config.scheduler
     num_blocks = sched.max_num_seqs * -(-sched.max_model_len // BLOCK_SIZE) + 1
     cache = KVCache.allocate(
@@ -109,6 +123,7 @@ def build_runner(
         device=device,
         drafter=drafter or NoDrafter(),
         graph_context=sched.max_model_len,
+        forward_fn=fused_forward if config.kernels == "triton" else forward,
     )
 
 

@@ -3,7 +3,7 @@ errors before any process starts), then run SPMD on every rank (runner.md §4)."
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -46,6 +46,8 @@ class GenerateJob:
     temperature: float = 0.0
     sampling_seed: int = 0
     device: str = "cpu"
+    kernels: str = "reference"  # or "triton" (fused_forward; needs --device cuda)
+    cuda_graphs: bool = False  # needs --device cuda
 
     def model_config(self) -> ModelConfig:
         return tiny_config() if self.model == "tiny" else ModelConfig.load(Path(self.model))
@@ -68,6 +70,8 @@ class GenerateJob:
             raise ValueError(f"world size {layout.world_size} > visible GPUs ({torch.cuda.device_count()})")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"--device must be cpu or cuda (got {self.device!r})")
+        if self.cuda_graphs and self.device != "cuda":
+            raise ValueError(f"--cuda-graphs needs --device cuda (got {self.device!r})")
         prompts = self.prompt_ids(config)
         bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < config.vocab_size]
         if bad or any(not p for p in prompts):
@@ -79,7 +83,7 @@ class GenerateJob:
         return EngineConfig(
             model=config, layout=layout, dtype=DTYPES[self.dtype], shift_threshold=self.shift_threshold,
             scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=max_len),
-            device=self.device, cuda_graphs=False,
+            device=self.device, cuda_graphs=self.cuda_graphs, kernels=self.kernels,
         )  # fmt: skip
 
     def drafter(self, model: ModelConfig, max_model_len: int, device: torch.device) -> Drafter | HiddenStateDrafter:
@@ -122,9 +126,7 @@ def generate_on_rank(info: RankInfo, job: GenerateJob) -> list[RequestResult] | 
     engine = job.engine()
     device = torch.device(f"cuda:{info.rank}" if job.device == "cuda" else "cpu")
     if job.device == "cuda":
-        engine = EngineConfig(model=engine.model, layout=engine.layout, dtype=engine.dtype,
-                              shift_threshold=engine.shift_threshold, scheduler=engine.scheduler,
-                              device=str(device), cuda_graphs=engine.cuda_graphs)  # fmt: skip
+        engine = replace(engine, device=str(device))
     groups = build_groups(engine.layout, info.rank)
     drafter = job.drafter(engine.model, engine.scheduler.max_model_len, device)
     runner = build_runner(engine, job.weights(engine.model), groups, drafter)

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.kv_cache import KVCache
-from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
+from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, forward
 from arctic_ref.parallel.plan import StepPlan
 
 
@@ -44,7 +44,7 @@ class CapturedForward:
     @classmethod
     def capture(
         cls, model: LlamaShard, cache: KVCache, plan: StepPlan, context: int, device: torch.device,
-        pool: tuple[int, int] | None = None,
+        pool: tuple[int, int] | None = None, forward_fn: ForwardFn = forward,
     ) -> "CapturedForward":  # fmt: skip
         size = plan.num_input_tokens
         static = ForwardInputs(
@@ -56,7 +56,7 @@ class CapturedForward:
                 real=torch.zeros(size, dtype=torch.bool, device=device),
             ),
         )
-        graph, hidden = capture_graph(lambda: forward(model, static, cache, plan), device, pool)
+        graph, hidden = capture_graph(lambda: forward_fn(model, static, cache, plan), device, pool)
         return cls(size=size, context=context, inputs=static, hidden=hidden, graph=graph)
 
     def replay(self, inputs: ForwardInputs) -> Tensor:

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from arctic_ref.model.attention import AttentionMetadata
 from arctic_ref.model.kv_cache import BlockTables, KVCache
-from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, forward
+from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
@@ -108,6 +108,7 @@ class ReferenceRunner:
     drafter: Drafter | HiddenStateDrafter = field(default_factory=NoDrafter)
     graph_context: int = 1024  # static key slots per row in captured graphs (max_model_len)
     logits_processor: LogitsProcessor | None = None  # e.g. TraceForcing in benchmarks
+    forward_fn: ForwardFn = forward  # or fused_forward (EngineConfig.kernels = "triton")
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
 
@@ -121,7 +122,7 @@ class ReferenceRunner:
         if plan.graph_size is not None and self.device.type == "cuda":
             hidden = self.graph_for(plan).replay(inputs.forward)
         else:
-            hidden = forward(model, inputs.forward, self.cache, plan)
+            hidden = self.forward_fn(model, inputs.forward, self.cache, plan)
         sample_hidden = hidden[list(inputs.logits_indices)]  # a copy: valid past the next graph replay
         logits = compute_logits(model, sample_hidden, plan)
         if self.logits_processor is not None:
@@ -163,7 +164,7 @@ class ReferenceRunner:
         if key not in self.captured:
             pool = next(iter(self.captured.values())).graph.pool() if self.captured else None
             self.captured[key] = CapturedForward.capture(
-                self.models[plan.mode], self.cache, plan, self.graph_context, self.device, pool
+                self.models[plan.mode], self.cache, plan, self.graph_context, self.device, pool, self.forward_fn
             )
         return self.captured[key]
 

@@ -1,4 +1,5 @@
-"""Where a bf16 decode step of Llama-3-8B shapes spends its GPU time (diagnostic script, not a test).
+"""Where a bf16 decode step of Llama-3-8B shapes spends its GPU time, for both forwards (diagnostic
+script, not a test).
 
 python -m benchmarks.gpu.profile_decode   (from the repository root, on a GPU)
 """
@@ -6,16 +7,19 @@ python -m benchmarks.gpu.profile_decode   (from the repository root, on a GPU)
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from arctic_ref.model.fused import fused_forward, pack_projections
+from arctic_ref.model.llama import forward
 from benchmarks.gpu.test_decode import _cache, _inputs, _static, _step_fn, build_model
 
-shard = build_model()
-for requests in (1, 8):
-    step = _step_fn(shard, _cache(shard, requests), _static(_inputs(requests, 1)))
+base = build_model()
+cases = [("reference", base, forward), ("triton", pack_projections(base), fused_forward)]
+for (name, shard, forward_fn), requests in [(case, b) for case in cases for b in (1, 8)]:
+    step = _step_fn(shard, _cache(shard, requests), _static(_inputs(requests, 1)), forward_fn)
     for _ in range(3):
         step()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()
         torch.cuda.synchronize()
-    print(f"B={requests}")
+    print(f"{name} B={requests}")
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=18, max_name_column_width=70))

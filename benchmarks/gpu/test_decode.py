@@ -3,6 +3,9 @@
 
     pytest benchmarks/gpu/test_decode.py --benchmark-only -s
 
+Both forwards are measured side by side: ``reference`` (the readable ``forward``) and ``triton``
+(``fused_forward``: packed projections and the Triton kernels, what ``--kernels triton`` runs).
+
 G1: eager (reference per-request attention, and static batched attention) vs CUDA-graph replay;
 G2: graph decode vs the weight+KV read floor (measured copy bandwidth, and 4.8 TB/s nominal);
 G3: a verify step of 1 + k rows vs a decode step at B = 1. S2 (derived, no scheduler or drafter
@@ -17,8 +20,9 @@ import torch
 
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.config import llama3_8b_config
+from arctic_ref.model.fused import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
-from arctic_ref.model.llama import ForwardInputs, LlamaShard, compute_logits, forward
+from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner.graphs import capture_graph
@@ -39,9 +43,19 @@ def build_model() -> LlamaShard:
     return LlamaShard(config, weights, 0, 1)  # count 1: the full weights are the shard
 
 
+Forward = tuple[LlamaShard, ForwardFn]
+KERNELS = ("reference", "triton")
+
+
 @pytest.fixture(scope="module")
-def model() -> LlamaShard:
-    return build_model()
+def models() -> dict[str, Forward]:
+    base = build_model()
+    return {"reference": (base, forward), "triton": (pack_projections(base), fused_forward)}
+
+
+@pytest.fixture(scope="module")
+def model(models: dict[str, Forward]) -> LlamaShard:
+    return models["reference"][0]
 
 
 def _cache(model: LlamaShard, requests: int) -> KVCache:
@@ -80,14 +94,14 @@ def _static(inputs: ForwardInputs) -> ForwardInputs:
                          attention=batched_metadata(inputs.attention, rows, STATIC_CONTEXT, DEVICE))  # fmt: skip
 
 
-def _step_fn(model: LlamaShard, cache: KVCache, inputs: ForwardInputs) -> Any:
+def _step_fn(model: LlamaShard, cache: KVCache, inputs: ForwardInputs, forward_fn: ForwardFn = forward) -> Any:
     plan = plan_step(
         inputs.input_ids.shape[0],
         policy=ShiftPolicy(ParallelLayout(1, 1, 1)),
         graphs=GraphTables.eager(),
         groups=GROUPS,
     )
-    return lambda: compute_logits(model, forward(model, inputs, cache, plan), plan)
+    return lambda: compute_logits(model, forward_fn(model, inputs, cache, plan), plan)
 
 
 def _graph(step: Any) -> torch.cuda.CUDAGraph:
@@ -95,11 +109,16 @@ def _graph(step: Any) -> torch.cuda.CUDAGraph:
 
 
 def _floor_ms(model: LlamaShard, requests: int, bandwidth: float) -> tuple[float, float]:
-    """(bytes read once: every weight but the embedding table plus the KV of the context, ms)."""
+    """(bytes read once: every weight but the embedding table — each storage once, since packed
+    projections hold the separate ones as views — plus the KV of the context, ms)."""
     config = model.config
-    params = sum(w.numel() for name, w in model.weights.items() if name != "model.embed_tokens.weight")
+    storages = {
+        w.untyped_storage().data_ptr(): w.untyped_storage().nbytes()
+        for name, w in model.weights.items()
+        if name != "model.embed_tokens.weight"
+    }
     kv = requests * (CONTEXT + 1) * 2 * config.num_key_value_heads * config.head_dim * config.num_hidden_layers
-    read = 2 * (params + kv)
+    read = sum(storages.values()) + 2 * kv
     return read, read / bandwidth * 1e3
 
 
@@ -110,12 +129,14 @@ def _bandwidth() -> float:
     return 2 * a.numel() * 4 / (ms * 1e-3)
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @pytest.mark.parametrize("requests", [1, 8, 32, 128])
-def test_decode_step(benchmark: Any, model: LlamaShard, requests: int) -> None:
+def test_decode_step(benchmark: Any, models: dict[str, Forward], requests: int, kernels: str) -> None:
+    model, forward_fn = models[kernels]
     cache = _cache(model, requests)
     inputs = _inputs(requests, 1)
-    eager_reference = median_ms(_step_fn(model, cache, inputs), runs=10, warmup=2)
-    batched = _step_fn(model, cache, _static(inputs))
+    eager_reference = median_ms(_step_fn(model, cache, inputs, forward_fn), runs=10, warmup=2)
+    batched = _step_fn(model, cache, _static(inputs), forward_fn)
     eager_batched = median_ms(batched, runs=10, warmup=2)
     graph = _graph(batched)
     graph_ms = median_ms(graph.replay, runs=30, warmup=3)
@@ -129,22 +150,24 @@ def test_decode_step(benchmark: Any, model: LlamaShard, requests: int) -> None:
         "graph_over_floor": graph_ms / floor, "G2_roofline_fraction_4p8": read / (graph_ms * 1e-3 * 4.8e12),
     }  # fmt: skip
     benchmark.extra_info.update(figures)
-    RESULTS[f"decode{requests}"] = graph_ms
-    print(f"\nB={requests}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+    RESULTS[f"decode{requests}-{kernels}"] = graph_ms
+    print(f"\n{kernels} B={requests}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @pytest.mark.parametrize("drafts", [1, 3, 7, 15])
-def test_verify_step_against_decode(benchmark: Any, model: LlamaShard, drafts: int) -> None:
+def test_verify_step_against_decode(benchmark: Any, models: dict[str, Forward], drafts: int, kernels: str) -> None:
+    model, forward_fn = models[kernels]
     cache = _cache(model, 1)
-    decode = _graph(_step_fn(model, cache, _static(_inputs(1, 1))))
-    verify = _graph(_step_fn(model, cache, _static(_inputs(1, 1 + drafts))))
+    decode = _graph(_step_fn(model, cache, _static(_inputs(1, 1)), forward_fn))
+    verify = _graph(_step_fn(model, cache, _static(_inputs(1, 1 + drafts)), forward_fn))
     decode_ms = median_ms(decode.replay, runs=30, warmup=3)
     verify_ms = median_ms(verify.replay, runs=30, warmup=3)
     benchmark.pedantic(lambda: (verify.replay(), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
     figures = {"decode_ms": decode_ms, "verify_ms": verify_ms, "G3_verify_over_decode": verify_ms / decode_ms,
                f"S2_derived_a{drafts}": decode_ms / verify_ms}  # fmt: skip
     benchmark.extra_info.update(figures)
-    print(f"\nk={drafts}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+    print(f"\n{kernels} k={drafts}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
 
 
 def test_batched_attention_matches_reference_in_bf16(model: LlamaShard) -> None:
@@ -157,3 +180,29 @@ def test_batched_attention_matches_reference_in_bf16(model: LlamaShard) -> None:
     static = _step_fn(model, cache, _static(inputs))()
     assert isinstance(_static(inputs).attention, BatchedAttention)
     assert float((reference.float() - static.float()).abs().max()) <= 0.25
+
+
+def _cache_copy(cache: KVCache, dtype: torch.dtype) -> KVCache:
+    return KVCache(keys=tuple(k.to(dtype, copy=True) for k in cache.keys),
+                   values=tuple(v.to(dtype, copy=True) for v in cache.values))  # fmt: skip
+
+
+def test_fused_forward_matches_reference_in_bf16(models: dict[str, Forward]) -> None:
+    """Sanity for the figures above at full size: the fused bf16 step is held to the scale of
+    bf16 roundoff itself, measured as the reference bf16 step against the reference in float32
+    (same bf16-rounded weights and cache): mean and max |Δlogits| at most twice that. A broken
+    kernel (wrong head, RoPE or slot) gives differences of order the logits themselves."""
+    base = models["reference"][0]
+    cache = _cache(base, 2)
+    inputs = _static(_inputs(2, 3))
+    reference = _step_fn(base, _cache_copy(cache, torch.bfloat16), inputs)().float()
+    fused = _step_fn(models["triton"][0], _cache_copy(cache, torch.bfloat16), inputs, fused_forward)().float()
+    wide_model = LlamaShard(base.config, {k: v.float() for k, v in base.weights.items()}, 0, 1)
+    wide = _step_fn(wide_model, _cache_copy(cache, torch.float32), inputs)()
+    del wide_model
+    noise, delta = (reference - wide).abs(), (fused - reference).abs()
+    print(
+        f"\nLlama-3-8B shapes, |Δlogits| max/mean: fused vs reference bf16 {float(delta.max()):.3e}/"
+        f"{float(delta.mean()):.3e}; reference bf16 vs float32 {float(noise.max()):.3e}/{float(noise.mean()):.3e}"
+    )
+    assert float(delta.mean()) <= 2 * float(noise.mean()) and float(delta.max()) <= 2 * float(noise.max())

@@ -1,0 +1,106 @@
+"""The fused forward: the reference ``forward`` of one rank (any layout) in about ten launches per
+layer, for CUDA graphs on a GPU. Same collectives, same plan, same cache layout; the layer math is
+``arctic_ref.model.triton_ops`` and packed projections (vLLM's ``qkv_proj`` and ``gate_up_proj``),
+so a decode step reads each weight once in four GEMMs per layer.
+
+Per layer: add+RMSNorm → qkv GEMM → [Ulysses exchange of raw q, k, v] → RoPE(k) + cache write →
+RoPE(q) + split attention + combine → [inverse exchange] → o GEMM → TP all-reduce → add+RMSNorm →
+gate_up GEMM → SiLU·up → down GEMM → TP all-reduce. RoPE comes after the exchange (it acts per row
+and head, so it commutes with the exchange), with cos/sin of all N rows.
+
+This is an implementation checked against the reference, not a second reference: the GPU tests
+(``gpu_tests/test_fused_forward.py``) hold each kernel to the reference's roundings and the whole
+forward to ``forward`` in every dtype (float64 to the roundoff of transformers' float32 RMSNorm
+island, whose mean is summed in another order; bfloat16 to the scale of bfloat16 roundoff)."""
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, allowed_keys, batched_metadata
+from arctic_ref.model.kv_cache import KVCache
+from arctic_ref.model.layers import rope_tables
+from arctic_ref.model.llama import ForwardInputs, LlamaShard, embed, pack_qkv, replicate_kv, unpack_qkv
+from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
+from arctic_ref.model.weights import Weights
+from arctic_ref.parallel.plan import StepPlan
+from arctic_ref.parallel.ulysses import heads_to_seq, seq_to_heads
+
+QKV = "self_attn.qkv_proj.weight"
+GATE_UP = "mlp.gate_up_proj.weight"
+
+
+def pack_projections(model: LlamaShard) -> LlamaShard:
+    """Per layer, ``qkv_proj = cat(q, k, v)`` and ``gate_up_proj = cat(gate, up)`` (rows); the
+    separate projections become views of them, so the reference ``forward`` still runs on the
+    result and no weight is stored twice."""
+    weights: Weights = dict(model.weights)
+    for layer in range(model.config.num_hidden_layers):
+        p = f"model.layers.{layer}."
+        for packed, parts in ((QKV, ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
+                              (GATE_UP, ("mlp.gate_proj", "mlp.up_proj"))):  # fmt: skip
+            names = [p + part + ".weight" for part in parts]
+            whole = torch.cat([weights[name] for name in names], dim=0)
+            weights[p + packed] = whole
+            start = 0
+            for name in names:
+                rows = weights[name].shape[0]
+                weights[name] = whole[start : start + rows]
+                start += rows
+    return LlamaShard(model.config, weights, model.shard, model.count)
+
+
+def static_attention(inputs: ForwardInputs) -> BatchedAttention:
+    """The step's attention in static form (already so under CUDA graphs)."""
+    meta = inputs.attention
+    if isinstance(meta, BatchedAttention):
+        return meta
+    assert isinstance(meta, AttentionMetadata)
+    context = max((len(s) for s in meta.context_slots), default=1)
+    return batched_metadata(meta, inputs.input_ids.shape[0], max(context, 1), inputs.input_ids.device)
+
+
+def fused_forward(
+    model: LlamaShard, inputs: ForwardInputs, cache: KVCache, plan: StepPlan
+) -> Float[Tensor, "padded hidden"]:
+    """Hidden states after the final norm for all N rows, on every rank (as ``forward``)."""
+    if inputs.input_ids.shape[0] != plan.num_input_tokens:
+        raise ValueError(f"inputs have {inputs.input_ids.shape[0]} rows, the plan {plan.num_input_tokens}")
+    p0 = "model.layers.0."
+    if p0 + QKV not in model.weights:
+        raise ValueError("fused_forward needs packed projections: build the model with pack_projections")
+    config = model.config
+    d, eps = config.head_dim, config.rms_norm_eps
+    sp = plan.groups.sp if plan.token_slice is not None else None
+    rows = plan.token_slice if plan.token_slice is not None else slice(None)
+    x = embed(model, inputs.input_ids[rows], plan.groups.tp)
+    meta = static_attention(inputs)
+    cos, sin = rope_tables(inputs.positions, d, config.rope_theta, x.dtype)
+    allowed = allowed_keys(inputs.positions, meta)
+    hq, hk = model.num_q_heads, model.num_kv_heads
+    delta: Tensor | None = None
+    for layer in range(config.num_hidden_layers):
+        p = f"model.layers.{layer}."
+        x, h = add_rms_norm(x, delta, model.w(p + "input_layernorm.weight"), eps)
+        qkv = h @ model.w(p + QKV).T
+        n = qkv.shape[0]
+        q, k, v = torch.split(qkv, [hq * d, hk * d, hk * d], dim=1)
+        q, k, v = q.view(n, hq, d), k.view(n, hk, d), v.view(n, hk, d)
+        if sp is not None:
+            k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
+            q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq // sp.size, k.shape[1] // sp.size, d)
+        rope_write_cache(k, v, cos, sin, inputs.slot_mapping, cache.keys[layer], cache.values[layer])
+        o = decode_attention(
+            q, cos, sin, allowed, meta.context_slots, meta.real, cache.keys[layer], cache.values[layer]
+        )
+        o = o.reshape(o.shape[0], -1)
+        if sp is not None:
+            o = heads_to_seq(o, sp)
+        delta = plan.groups.tp.all_reduce(o @ model.w(p + "self_attn.o_proj.weight").T)
+        x, h = add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
+        up = silu_mul(h @ model.w(p + GATE_UP).T)
+        delta = plan.groups.tp.all_reduce(up @ model.w(p + "mlp.down_proj.weight").T)
+    _, out = add_rms_norm(x, delta, model.w("model.norm.weight"), eps)
+    if sp is not None:
+        out = sp.all_gather(out)
+    return out

@@ -1,0 +1,288 @@
+"""Triton kernels of the fused forward (``arctic_ref.model.fused``): each one does what a run of
+the reference's torch ops does, in one launch, with the reference's roundings.
+
+* ``add_rms_norm``: ``s = x + δ`` (rounded to the model dtype), then transformers' RMSNorm of s
+  (float32 inside, ``weight · normed`` in the model's op-math type) — one read of x, δ and the weight.
+* ``rope_write_cache``: RoPE of the new keys with the step's cos/sin tables and the K/V cache write
+  at ``slot_mapping`` (slot −1, a pad row, writes nothing).
+* ``decode_attention``: RoPE of the queries, then causal attention over each row's context slots
+  (one program per row, query head and 64 keys, flash-decoding style, then combined): softmax and P·v in float32 (float64
+  for float64 models), as the reference.
+* ``silu_mul``: ``silu(gate) · up`` from the packed gate_up projection.
+
+Roundings: every product and sum the reference rounds to the model dtype is rounded here too (the
+bfloat16 RoPE and SwiGLU steps are equal bit for bit); float32 contraction into FMAs is turned off
+(``enable_fp_fusion=False``), divisions are IEEE (``div_rn``) and ``exp``/``rsqrt`` are libdevice's,
+as torch's CUDA kernels. What differs is summation order only (the RMS mean, the attention's dot
+products and online softmax), which the GPU tests bound against the reference.
+"""
+
+from typing import Final
+
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+try:
+    import triton
+    import triton.language as tl
+    from triton.language.extra import libdevice
+
+    TRITON_AVAILABLE: Final = True
+except ImportError:  # pragma: no cover - CPU-only installs
+    TRITON_AVAILABLE = False  # type: ignore[misc]
+
+KEYS_PER_SPLIT: Final = 64  # keys per attention program: ⌈C / 64⌉ programs per row and query head
+BLOCK_KEYS: Final = 64  # keys per inner tile
+SILU_BLOCK: Final = 1024
+
+if TRITON_AVAILABLE:
+
+    @triton.jit
+    def _opmath(x, WIDE: tl.constexpr):  # type: ignore[no-untyped-def]
+        """torch's op-math type: float64 for float64 tensors, else float32."""
+        if WIDE:
+            return x.to(tl.float64)
+        else:
+            return x.to(tl.float32)
+
+    @triton.jit
+    def _divide(a, b, WIDE: tl.constexpr):  # type: ignore[no-untyped-def]
+        if WIDE:
+            return a / b  # float64 division is IEEE
+        else:
+            return tl.math.div_rn(a, b)  # float32 '/' would be div.full (approximate)
+
+    @triton.jit
+    def _rope(x, x_rot, cos, sin, d, half, WIDE: tl.constexpr):  # type: ignore[no-untyped-def]
+        """x·cos + cat(−x[half:], x[:half])·sin with the reference's three roundings to x's dtype;
+        ``x_rot`` is x read at (d + half) mod D."""
+        dtype = x.dtype
+        rotated = tl.where(d < half, -x_rot, x_rot)
+        a = (_opmath(x, WIDE) * _opmath(cos, WIDE)).to(dtype)
+        b = (_opmath(rotated, WIDE) * _opmath(sin, WIDE)).to(dtype)
+        return (_opmath(a, WIDE) + _opmath(b, WIDE)).to(dtype)
+
+    @triton.jit
+    def _add_rms_norm_kernel(  # type: ignore[no-untyped-def]
+        x_ptr, delta_ptr, weight_ptr, sum_ptr, out_ptr, hidden, inv_hidden, eps, x_stride, delta_stride,
+        HAS_DELTA: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
+    ):  # fmt: skip
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        mask = offs < hidden
+        x = tl.load(x_ptr + row * x_stride + offs, mask=mask, other=0.0)
+        dtype = x.dtype
+        if HAS_DELTA:
+            delta = tl.load(delta_ptr + row * delta_stride + offs, mask=mask, other=0.0)
+            x = (_opmath(x, WIDE) + _opmath(delta, WIDE)).to(dtype)
+            tl.store(sum_ptr + row * hidden + offs, x, mask=mask)
+        xf = x.to(tl.float32)
+        variance = tl.sum(xf * xf, axis=0) * inv_hidden
+        normed = (xf * libdevice.rsqrt(variance + eps)).to(dtype)
+        weight = tl.load(weight_ptr + offs, mask=mask, other=0.0)
+        tl.store(out_ptr + row * hidden + offs, (_opmath(weight, WIDE) * _opmath(normed, WIDE)).to(dtype), mask=mask)
+
+    @triton.jit
+    def _rope_write_kernel(  # type: ignore[no-untyped-def]
+        k_ptr, v_ptr, cos_ptr, sin_ptr, slot_ptr, kc_ptr, vc_ptr,
+        k_row, k_head, v_row, v_head, kv_heads, head_dim,
+        WIDE: tl.constexpr, BLOCK_D: tl.constexpr,
+    ):  # fmt: skip
+        row = tl.program_id(0).to(tl.int64)
+        head = tl.program_id(1).to(tl.int64)
+        slot = tl.load(slot_ptr + row)
+        if slot >= 0:
+            d = tl.arange(0, BLOCK_D)
+            dmask = d < head_dim
+            half = head_dim // 2
+            k_base = k_ptr + row * k_row + head * k_head
+            k = tl.load(k_base + d, mask=dmask, other=0.0)
+            k_rot = tl.load(k_base + (d + half) % head_dim, mask=dmask, other=0.0)
+            cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
+            sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
+            target = (slot * kv_heads + head) * head_dim + d
+            tl.store(kc_ptr + target, _rope(k, k_rot, cos, sin, d, half, WIDE), mask=dmask)
+            tl.store(vc_ptr + target, tl.load(v_ptr + row * v_row + head * v_head + d, mask=dmask), mask=dmask)
+
+    @triton.jit
+    def _attention_split_kernel(  # type: ignore[no-untyped-def]
+        q_ptr, cos_ptr, sin_ptr, allowed_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr,
+        q_row, q_head, context, kv_heads, head_dim, group, scale, splits,
+        WIDE: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PER_SPLIT: tl.constexpr,
+    ):  # fmt: skip
+        """Program (row, query head, split): keys [split·PER_SPLIT, (split+1)·PER_SPLIT) ∩
+        [0, context) of the head's KV head: running max m, denominator Σ exp(s − m), Σ p·v."""
+        row = tl.program_id(0).to(tl.int64)
+        head = tl.program_id(1).to(tl.int64)
+        split = tl.program_id(2).to(tl.int64)
+        kvh = head // group
+        d = tl.arange(0, BLOCK_D)
+        dmask = d < head_dim
+        half = head_dim // 2
+        q_base = q_ptr + row * q_row + head * q_head
+        q = tl.load(q_base + d, mask=dmask, other=0.0)
+        q_rot = tl.load(q_base + (d + half) % head_dim, mask=dmask, other=0.0)
+        cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
+        sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
+        q = _opmath(_rope(q, q_rot, cos, sin, d, half, WIDE), WIDE)
+        m = tl.max(tl.full((BLOCK_N,), -float("inf"), q.dtype), axis=0)
+        denom = tl.sum(tl.zeros((BLOCK_N,), q.dtype), axis=0)
+        acc = tl.zeros((BLOCK_D,), q.dtype)
+        start = split * PER_SPLIT
+        for offset in tl.static_range(0, PER_SPLIT, BLOCK_N):
+            c = start + offset + tl.arange(0, BLOCK_N)
+            inside = c < context
+            ok = tl.load(allowed_ptr + row * context + c, mask=inside, other=0) != 0
+            slot = tl.load(context_ptr + row * context + c, mask=ok, other=0)
+            kv_offs = (slot[:, None] * kv_heads + kvh) * head_dim + d[None, :]
+            kvmask = ok[:, None] & dmask[None, :]
+            k = _opmath(tl.load(kc_ptr + kv_offs, mask=kvmask, other=0.0), WIDE)
+            v = _opmath(tl.load(vc_ptr + kv_offs, mask=kvmask, other=0.0), WIDE)
+            scores = tl.where(ok, tl.sum(q[None, :] * k, axis=1) * scale, -float("inf"))
+            new_m = tl.maximum(m, tl.max(scores, axis=0))
+            shift = tl.where(new_m == -float("inf"), 0.0, new_m)
+            alpha = libdevice.exp(m - shift)
+            p = libdevice.exp(scores - shift)
+            denom = denom * alpha + tl.sum(p, axis=0)
+            acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
+            m = new_m
+        out = (row * kv_heads * group + head) * splits + split
+        tl.store(m_ptr + out, m)
+        tl.store(denom_ptr + out, denom)
+        tl.store(acc_ptr + out * head_dim + d, acc, mask=dmask)
+
+    @triton.jit
+    def _attention_combine_kernel(  # type: ignore[no-untyped-def]
+        m_ptr, denom_ptr, acc_ptr, real_ptr, out_ptr, q_heads, head_dim, splits,
+        WIDE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+    ):  # fmt: skip
+        """Program (row, query head): merge the splits; pad rows (``real`` false) give zeros."""
+        row = tl.program_id(0).to(tl.int64)
+        head = tl.program_id(1).to(tl.int64)
+        s = tl.arange(0, BLOCK_S)
+        d = tl.arange(0, BLOCK_D)
+        smask = s < splits
+        dmask = d < head_dim
+        base = (row * q_heads + head) * splits
+        m = tl.load(m_ptr + base + s, mask=smask, other=-float("inf"))
+        denom = tl.load(denom_ptr + base + s, mask=smask, other=0.0)
+        acc = tl.load(
+            acc_ptr + (base + s)[:, None] * head_dim + d[None, :], mask=smask[:, None] & dmask[None, :], other=0.0
+        )
+        top = tl.max(m, axis=0)
+        shift = tl.where(top == -float("inf"), 0.0, top)
+        weight = libdevice.exp(m - shift)
+        total = tl.sum(denom * weight, axis=0)
+        real = tl.load(real_ptr + row) != 0
+        safe = tl.where(real, total, 1.0)
+        o = _divide(tl.sum(acc * weight[:, None], axis=0), safe, WIDE)
+        o = tl.where(real, o, 0.0)
+        tl.store(out_ptr + (row * q_heads + head) * head_dim + d, o.to(out_ptr.dtype.element_ty), mask=dmask)
+
+    @triton.jit
+    def _silu_mul_kernel(  # type: ignore[no-untyped-def]
+        gate_up_ptr, out_ptr, inter, stride, WIDE: tl.constexpr, BLOCK: tl.constexpr
+    ):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < inter
+        gate = tl.load(gate_up_ptr + row * stride + offs, mask=mask, other=0.0)
+        up = tl.load(gate_up_ptr + row * stride + inter + offs, mask=mask, other=0.0)
+        dtype = gate.dtype
+        g = _opmath(gate, WIDE)
+        silu = _divide(g, 1.0 + libdevice.exp(-g), WIDE).to(dtype)
+        tl.store(out_ptr + row * inter + offs, (_opmath(silu, WIDE) * _opmath(up, WIDE)).to(dtype), mask=mask)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+def _wide(x: Tensor) -> bool:
+    return x.dtype == torch.float64
+
+
+def add_rms_norm(
+    x: Float[Tensor, "rows hidden"], delta: Float[Tensor, "rows hidden"] | None, weight: Float[Tensor, "hidden"],
+    eps: float,
+) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:  # fmt: skip
+    """(s, rms_norm(s)) with s = x + δ (or x itself when δ is None)."""
+    rows, hidden = x.shape
+    _require(weight.shape == (hidden,), f"weight {tuple(weight.shape)} for hidden size {hidden}")
+    _require(x.stride(1) == 1 and (delta is None or delta.stride(1) == 1), "rows must be contiguous")
+    total = x if delta is None else torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
+    out = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
+    d = x if delta is None else delta
+    _add_rms_norm_kernel[(rows,)](
+        x, d, weight, total, out, hidden, 1.0 / hidden, eps, x.stride(0), d.stride(0),
+        HAS_DELTA=delta is not None, WIDE=_wide(x), BLOCK=triton.next_power_of_2(hidden),
+        num_warps=8 if hidden >= 2048 else 4, enable_fp_fusion=False,
+    )  # fmt: skip
+    return total, out
+
+
+def rope_write_cache(
+    k: Float[Tensor, "rows kvheads head_dim"], v: Float[Tensor, "rows kvheads head_dim"],
+    cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"], slots: Int[Tensor, "rows"],
+    key_cache: Tensor, value_cache: Tensor,
+) -> None:  # fmt: skip
+    """Cache[slot] ← (RoPE(k), v) for every row whose slot is ≥ 0."""
+    rows, heads, head_dim = k.shape
+    _require(v.shape == k.shape, f"k {tuple(k.shape)} and v {tuple(v.shape)} differ")
+    _require(key_cache.shape[2:] == (heads, head_dim), f"cache {tuple(key_cache.shape)} for k {tuple(k.shape)}")
+    _require(k.stride(2) == 1 and v.stride(2) == 1 and cos.is_contiguous() and sin.is_contiguous(), "strides")
+    _rope_write_kernel[(rows, heads)](
+        k, v, cos, sin, slots, key_cache, value_cache, k.stride(0), k.stride(1), v.stride(0), v.stride(1),
+        heads, head_dim, WIDE=_wide(k), BLOCK_D=triton.next_power_of_2(head_dim), enable_fp_fusion=False,
+    )  # fmt: skip
+
+
+def decode_attention(
+    q: Float[Tensor, "rows qheads head_dim"], cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"],
+    allowed: Bool[Tensor, "rows context"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
+    key_cache: Tensor, value_cache: Tensor, *, tiling: tuple[int, int, int] = (KEYS_PER_SPLIT, BLOCK_KEYS, 4),
+) -> Float[Tensor, "rows qheads head_dim"]:  # fmt: skip
+    """Attention of RoPE(q) over each row's allowed context slots (the reference's
+    ``batched_attention`` of ``apply_rope(q)``); pad rows give zeros. ``tiling``: keys per
+    program, keys per inner tile (a power of two dividing the first), warps per program."""
+    rows, q_heads, head_dim = q.shape
+    kv_heads = key_cache.shape[2]
+    context = context_slots.shape[1]
+    per_split, block_n, warps = tiling
+    _require(q_heads % kv_heads == 0, f"{q_heads} query heads over {kv_heads} KV heads")
+    _require(allowed.shape == context_slots.shape == (rows, context), "allowed and context_slots shapes differ")
+    _require(q.stride(2) == 1 and allowed.is_contiguous() and context_slots.is_contiguous(), "strides")
+    _require(per_split % block_n == 0, f"tiling {tiling}: keys per program must be a multiple of the tile")
+    group = q_heads // kv_heads
+    splits = triton.cdiv(context, per_split)
+    compute = torch.float64 if _wide(q) else torch.float32
+    m = torch.empty((rows, q_heads, splits), dtype=compute, device=q.device)
+    denom = torch.empty_like(m)
+    acc = torch.empty((rows, q_heads, splits, head_dim), dtype=compute, device=q.device)
+    block_d = triton.next_power_of_2(head_dim)
+    _attention_split_kernel[(rows, q_heads, splits)](
+        q, cos, sin, allowed, context_slots, key_cache, value_cache, m, denom, acc,
+        q.stride(0), q.stride(1), context, kv_heads, head_dim, group, head_dim**-0.5, splits,
+        WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, num_warps=warps,
+        enable_fp_fusion=False,
+    )  # fmt: skip
+    out = torch.empty((rows, q_heads, head_dim), dtype=q.dtype, device=q.device)
+    _attention_combine_kernel[(rows, q_heads)](
+        m, denom, acc, real, out, q_heads, head_dim, splits,
+        WIDE=_wide(q), BLOCK_S=triton.next_power_of_2(splits), BLOCK_D=block_d, enable_fp_fusion=False,
+    )  # fmt: skip
+    return out
+
+
+def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows inter"]:
+    """silu(gate_up[:, :I]) · gate_up[:, I:] with the reference's two roundings."""
+    rows, width = gate_up.shape
+    _require(width % 2 == 0 and gate_up.stride(1) == 1, f"gate_up {tuple(gate_up.shape)} must be [rows, 2·I]")
+    inter = width // 2
+    out = torch.empty((rows, inter), dtype=gate_up.dtype, device=gate_up.device)
+    _silu_mul_kernel[(rows, triton.cdiv(inter, SILU_BLOCK))](
+        gate_up, out, inter, gate_up.stride(0), WIDE=_wide(gate_up), BLOCK=SILU_BLOCK, enable_fp_fusion=False
+    )
+    return out
