@@ -128,7 +128,7 @@ def _attention_case(
 def test_decode_attention(dtype: torch.dtype, group: int) -> None:
     q, positions, cos, sin, meta, cache = _attention_case(dtype, group, seed=group)
     allowed = allowed_keys(positions, meta)
-    ours = decode_attention(q, cos, sin, allowed, meta.context_slots, meta.real, cache.keys[0], cache.values[0])
+    ours = decode_attention(q, cos, sin, positions, meta.context_slots, meta.real, cache.keys[0], cache.values[0])
     ref = batched_attention(apply_rope(q, cos, sin), allowed, cache, 0, meta)
     assert torch.equal(ours[~meta.real], torch.zeros_like(ours[~meta.real]))
     worst = float((ours - ref).abs().max())

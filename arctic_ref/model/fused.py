@@ -17,7 +17,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, allowed_keys, batched_metadata
+from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layers import rope_tables
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, embed, pack_qkv, replicate_kv, unpack_qkv
@@ -76,7 +76,6 @@ def fused_forward(
     x = embed(model, inputs.input_ids[rows], plan.groups.tp)
     meta = static_attention(inputs)
     cos, sin = rope_tables(inputs.positions, d, config.rope_theta, x.dtype)
-    allowed = allowed_keys(inputs.positions, meta)
     hq, hk = model.num_q_heads, model.num_kv_heads
     delta: Tensor | None = None
     for layer in range(config.num_hidden_layers):
@@ -91,7 +90,7 @@ def fused_forward(
             q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq // sp.size, k.shape[1] // sp.size, d)
         rope_write_cache(k, v, cos, sin, inputs.slot_mapping, cache.keys[layer], cache.values[layer])
         o = decode_attention(
-            q, cos, sin, allowed, meta.context_slots, meta.real, cache.keys[layer], cache.values[layer]
+            q, cos, sin, inputs.positions, meta.context_slots, meta.real, cache.keys[layer], cache.values[layer]
         )
         o = o.reshape(o.shape[0], -1)
         if sp is not None:

@@ -107,12 +107,13 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _attention_split_kernel(  # type: ignore[no-untyped-def]
-        q_ptr, cos_ptr, sin_ptr, allowed_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr,
+        q_ptr, cos_ptr, sin_ptr, pos_ptr, real_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr,
         q_row, q_head, context, kv_heads, head_dim, group, scale, splits,
         WIDE: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PER_SPLIT: tl.constexpr,
     ):  # fmt: skip
         """Program (row, query head, split): keys [split·PER_SPLIT, (split+1)·PER_SPLIT) ∩
-        [0, context) of the head's KV head: running max m, denominator Σ exp(s − m), Σ p·v."""
+        [0, context) of the head's KV head: running max m, denominator Σ exp(s − m), Σ p·v. Key
+        index c is allowed iff c ≤ positions[row] and the row is real (``allowed_keys``)."""
         row = tl.program_id(0).to(tl.int64)
         head = tl.program_id(1).to(tl.int64)
         split = tl.program_id(2).to(tl.int64)
@@ -126,14 +127,14 @@ if TRITON_AVAILABLE:
         cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
         sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
         q = _opmath(_rope(q, q_rot, cos, sin, d, half, WIDE), WIDE)
+        last = tl.where(tl.load(real_ptr + row) != 0, tl.load(pos_ptr + row), -1)
         m = tl.max(tl.full((BLOCK_N,), -float("inf"), q.dtype), axis=0)
         denom = tl.sum(tl.zeros((BLOCK_N,), q.dtype), axis=0)
         acc = tl.zeros((BLOCK_D,), q.dtype)
         start = split * PER_SPLIT
         for offset in tl.static_range(0, PER_SPLIT, BLOCK_N):
             c = start + offset + tl.arange(0, BLOCK_N)
-            inside = c < context
-            ok = tl.load(allowed_ptr + row * context + c, mask=inside, other=0) != 0
+            ok = (c <= last) & (c < context)
             slot = tl.load(context_ptr + row * context + c, mask=ok, other=0)
             kv_offs = (slot[:, None] * kv_heads + kvh) * head_dim + d[None, :]
             kvmask = ok[:, None] & dmask[None, :]
@@ -241,19 +242,19 @@ def rope_write_cache(
 
 def decode_attention(
     q: Float[Tensor, "rows qheads head_dim"], cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"],
-    allowed: Bool[Tensor, "rows context"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
+    positions: Int[Tensor, "rows"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
     key_cache: Tensor, value_cache: Tensor, *, tiling: tuple[int, int, int] = (KEYS_PER_SPLIT, BLOCK_KEYS, 4),
 ) -> Float[Tensor, "rows qheads head_dim"]:  # fmt: skip
-    """Attention of RoPE(q) over each row's allowed context slots (the reference's
-    ``batched_attention`` of ``apply_rope(q)``); pad rows give zeros. ``tiling``: keys per
+    """Attention of RoPE(q) over each row's context slots ``[0, positions[row]]`` (the reference's
+    ``batched_attention`` of ``apply_rope(q)`` with ``allowed_keys``); pad rows give zeros. ``tiling``: keys per
     program, keys per inner tile (a power of two dividing the first), warps per program."""
     rows, q_heads, head_dim = q.shape
     kv_heads = key_cache.shape[2]
     context = context_slots.shape[1]
     per_split, block_n, warps = tiling
     _require(q_heads % kv_heads == 0, f"{q_heads} query heads over {kv_heads} KV heads")
-    _require(allowed.shape == context_slots.shape == (rows, context), "allowed and context_slots shapes differ")
-    _require(q.stride(2) == 1 and allowed.is_contiguous() and context_slots.is_contiguous(), "strides")
+    _require(positions.shape == real.shape == (rows,), f"positions {tuple(positions.shape)} for {rows} rows")
+    _require(q.stride(2) == 1 and context_slots.is_contiguous(), "strides")
     _require(per_split % block_n == 0, f"tiling {tiling}: keys per program must be a multiple of the tile")
     group = q_heads // kv_heads
     splits = triton.cdiv(context, per_split)
@@ -263,7 +264,7 @@ def decode_attention(
     acc = torch.empty((rows, q_heads, splits, head_dim), dtype=compute, device=q.device)
     block_d = triton.next_power_of_2(head_dim)
     _attention_split_kernel[(rows, q_heads, splits)](
-        q, cos, sin, allowed, context_slots, key_cache, value_cache, m, denom, acc,
+        q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc,
         q.stride(0), q.stride(1), context, kv_heads, head_dim, group, head_dim**-0.5, splits,
         WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, num_warps=warps,
         enable_fp_fusion=False,

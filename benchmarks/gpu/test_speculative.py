@@ -1,5 +1,6 @@
 """Speculative speedup on a replayed trace (runner.md §7 S1) and the Arctic draft cost (S3), on one
-H200 in bfloat16 with Llama-3-8B shapes, random weights, CUDA graphs on, batch 1.
+H200 in bfloat16 with Llama-3-8B shapes, random weights, CUDA graphs on, batch 1; with both
+forwards (``--kernels triton`` and ``reference``).
 
     pytest benchmarks/gpu/test_speculative.py --benchmark-only -s
 
@@ -32,10 +33,11 @@ GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
 PROMPT, OUTPUT = 192, 192
 
 
-def test_replayed_trace_speedup(benchmark: Any) -> None:
+@pytest.mark.parametrize("kernels", ["triton", "reference"])
+def test_replayed_trace_speedup(benchmark: Any, kernels: str) -> None:
     config = llama3_8b_config()
     engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), dtype=torch.bfloat16, device="cuda",
-                          cuda_graphs=True, scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=1024))  # fmt: skip
+                          cuda_graphs=True, kernels=kernels, scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=1024))  # fmt: skip
     runner = build_runner(engine, random_weights_on(config, 0, torch.bfloat16, torch.device("cuda")), GROUPS)
     for size in (s for s in runner.graphs.base if s <= 64 or s == 256):  # capture before timing
         runner.graph_for(plan_step(size, policy=runner.policy, graphs=runner.graphs, groups=GROUPS))
@@ -71,4 +73,4 @@ def test_replayed_trace_speedup(benchmark: Any) -> None:
                "S1_eta": eta, "decode_graph_ms": decode_ms, "none_ms_per_token": t_none / OUTPUT * 1e3,
                "S3_arctic_draft_ms": draft_ms, "S3_draft_over_decode": draft_ms / decode_ms}  # fmt: skip
     benchmark.extra_info.update(figures)
-    print("\n" + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+    print(f"\n{kernels}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
