@@ -6,7 +6,7 @@ the reference's torch ops does, in one launch, with the reference's roundings.
 * ``rope_write_cache``: RoPE of the new keys with the step's cos/sin tables and the K/V cache write
   at ``slot_mapping`` (slot −1, a pad row, writes nothing).
 * ``decode_attention``: RoPE of the queries, then causal attention over each row's context slots
-  (one program per row, query head and 64 keys, flash-decoding style, then combined): softmax and P·v in float32 (float64
+  (one program per row, query head and 32 keys, flash-decoding style, then combined): softmax and P·v in float32 (float64
   for float64 models), as the reference.
 * ``silu_mul``: ``silu(gate) · up`` from the packed gate_up projection.
 
@@ -32,9 +32,12 @@ try:
 except ImportError:  # pragma: no cover - CPU-only installs
     TRITON_AVAILABLE = False  # type: ignore[misc]
 
-KEYS_PER_SPLIT: Final = 64  # keys per attention program: ⌈C / 64⌉ programs per row and query head
-BLOCK_KEYS: Final = 64  # keys per inner tile
-WARPS: Final = 2  # per attention program (measured: 8.6 µs per layer at B = 1 against 11.0 with 4 warps)
+KEYS_PER_SPLIT: Final = 32  # keys per attention program: ⌈C / 32⌉ programs per row and query head
+BLOCK_KEYS: Final = 32  # keys per inner tile
+# Warps per attention program. Measured with benchmarks/gpu/tune_attention.py (µs per layer, bf16,
+# context 1056): one warp on a 32-key tile takes 28.5 for a 1+7-row verify and 8.4 for a decode
+# row; (64, 64, 2) takes 33.5 and 8.4; (64, 64, 4) takes 47.9 and 11.0.
+WARPS: Final = 1
 SILU_BLOCK: Final = 1024
 
 if TRITON_AVAILABLE:
