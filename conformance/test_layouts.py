@@ -1,6 +1,8 @@
 """Layout conformance on CPU with gloo (parallel.md §5): every layout L1–L8 gives L0's greedy
 tokens in float64 and per-step logits within 1e-9; float32 and bfloat16 on L3 and L7 within the
-tolerance table; collective counts per mode; exchanges, KV invariance and shift-logit order.
+tolerance table; collective counts per mode; exchanges, KV invariance and shift-logit order. The
+fused forward (``--kernels packed``: packed projections and RoPE after the exchange, torch ops) on
+L0, L2, L3, L5, L6 and L8 against the reference L0, with the reference's collectives.
 One spawn per world size runs all of that world's cases."""
 
 from collections import Counter
@@ -22,15 +24,20 @@ LOW_BASELINES = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bflo
 SPECULATIVE = tuple(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8")) + tuple(
     replace(BY_NAME[n], drafter="hybrid") for n in ("L3", "L6")
 )
+# The fused forward's structure (packed projections, RoPE after the exchange) with the torch ops.
+PACKED = (
+    *(replace(BY_NAME[n], kernels="packed") for n in ("L0", "L2", "L3", "L5", "L6", "L8")),
+    replace(BY_NAME["L6"], kernels="packed", drafter="suffix"),
+)
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[tuple[str, str], LayoutOutcome]:
-    solo = run_cases(RankInfo(0, 1, "gloo"), (BY_NAME["L0"], *LOW_BASELINES, SPECULATIVE[0]))
+    solo = run_cases(RankInfo(0, 1, "gloo"), (BY_NAME["L0"], *LOW_BASELINES, SPECULATIVE[0], PACKED[0]))
     assert solo is not None
     found = {(o.case.label, o.case.dtype): o for o in solo}
     for world in (2, 4):
-        cases: tuple[LayoutCase, ...] = tuple(c for c in (*LAYOUTS, *SPECULATIVE) if c.world_size == world)
+        cases: tuple[LayoutCase, ...] = tuple(c for c in (*LAYOUTS, *SPECULATIVE, *PACKED) if c.world_size == world)
         if world == 4:
             cases += LOW_PRECISION
         result = spawn_ranks(run_cases, cases, world_size=world, timeout_s=600)[0]
@@ -38,7 +45,7 @@ def outcomes() -> dict[tuple[str, str], LayoutOutcome]:
     return found
 
 
-@pytest.mark.parametrize("name", [c.name for c in LAYOUTS[1:]] + [c.label for c in SPECULATIVE])
+@pytest.mark.parametrize("name", [c.name for c in LAYOUTS[1:]] + [c.label for c in (*SPECULATIVE, *PACKED)])
 def test_layout_matches_baseline_in_float64(outcomes: dict[tuple[str, str], LayoutOutcome], name: str) -> None:
     base, other = outcomes[("L0", "float64")], outcomes[(name, "float64")]
     result = compare(base, other)
@@ -93,6 +100,16 @@ def test_collective_counts_per_mode(
     outcome = outcomes[(name, "float64")]
     steps = _steps(outcome)
     assert outcome.collectives == Counter({key: count * steps for key, count in per_step.items()})
+
+
+@pytest.mark.parametrize("name", [c.name for c in PACKED if c.drafter == "none"])
+def test_packed_forward_makes_the_reference_collectives(
+    outcomes: dict[tuple[str, str], LayoutOutcome], name: str
+) -> None:
+    """The fused forward's structure calls the same collectives, on the same groups, as often."""
+    packed, reference = outcomes[(f"{name}/packed", "float64")], outcomes[(name, "float64")]
+    assert packed.collectives == reference.collectives
+    assert packed.modes == reference.modes
 
 
 @pytest.mark.parametrize("world", [2, 4])

@@ -17,7 +17,7 @@ from arctic_ref.model.fused import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.layers import apply_rope, rms_norm, rope_tables
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
-from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
+from arctic_ref.model.triton_ops import TRITON_OPS, add_rms_norm, decode_attention, rope_write_cache, silu_mul
 from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
@@ -184,7 +184,7 @@ def test_fused_forward_matches_forward(dtype: torch.dtype) -> None:
         plan = plan_step(len(ids) + pad, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(),
                          groups=GROUPS)  # fmt: skip
         want = forward(model, inputs, caches[0], plan)[: len(ids)]
-        got = fused_forward(packed, inputs, caches[1], plan)[: len(ids)]
+        got = fused_forward(packed, inputs, caches[1], plan, TRITON_OPS)[: len(ids)]
         delta = float((got.double() - want.double()).abs().max())
         # float64 models keep transformers' float32 RMSNorm island: a last-bit change of the
         # float32 mean (summation order) moves float64 hidden states by ~1e-7 (measured 5.3e-7).
@@ -205,7 +205,7 @@ def test_fused_forward_rejects_unpacked_weights() -> None:
                                                        context_slots=(torch.tensor([16], device=CUDA),)))  # fmt: skip
     cache = KVCache.allocate(layers=4, num_blocks=2, heads=2, head_dim=16, dtype=torch.float32, device=CUDA)
     with pytest.raises(ValueError, match="pack_projections"):
-        fused_forward(model, inputs, cache, plan)
+        fused_forward(model, inputs, cache, plan, TRITON_OPS)
 
 
 def _generate(dtype: torch.dtype, kernels: str, graphs: bool) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:

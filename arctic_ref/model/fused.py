@@ -1,7 +1,10 @@
 """The fused forward: the reference ``forward`` of one rank (any layout) in about ten launches per
-layer, for CUDA graphs on a GPU. Same collectives, same plan, same cache layout; the layer math is
-``arctic_ref.model.triton_ops`` and packed projections (vLLM's ``qkv_proj`` and ``gate_up_proj``),
-so a decode step reads each weight once in four GEMMs per layer.
+layer, for CUDA graphs on a GPU. Same collectives, same plan, same cache layout; packed projections
+(vLLM's ``qkv_proj`` and ``gate_up_proj``), so a decode step reads each weight once in four GEMMs
+per layer, and the rest of the layer math in four operations of a ``LayerOps`` value:
+``TRITON_OPS`` (one Triton kernel each; ``--kernels triton``) or ``TORCH_OPS`` (the reference's torch
+functions, any device; ``--kernels packed``), with which this forward's structure is checked in
+every layout on the CPU.
 
 Per layer: add+RMSNorm → qkv GEMM → [Ulysses exchange of raw q, k, v] → RoPE(k) + cache write →
 RoPE(q) + split attention + combine → [inverse exchange] → o GEMM → TP all-reduce → add+RMSNorm →
@@ -19,9 +22,9 @@ from torch import Tensor
 
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.kv_cache import KVCache
+from arctic_ref.model.layer_ops import LayerOps
 from arctic_ref.model.layers import rope_tables
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, embed, pack_qkv, replicate_kv, unpack_qkv
-from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
 from arctic_ref.model.weights import Weights
 from arctic_ref.parallel.plan import StepPlan
 from arctic_ref.parallel.ulysses import heads_to_seq, seq_to_heads
@@ -61,9 +64,10 @@ def static_attention(inputs: ForwardInputs) -> BatchedAttention:
 
 
 def fused_forward(
-    model: LlamaShard, inputs: ForwardInputs, cache: KVCache, plan: StepPlan
+    model: LlamaShard, inputs: ForwardInputs, cache: KVCache, plan: StepPlan, ops: LayerOps
 ) -> Float[Tensor, "padded hidden"]:
-    """Hidden states after the final norm for all N rows, on every rank (as ``forward``)."""
+    """Hidden states after the final norm for all N rows, on every rank (as ``forward``); bind
+    ``ops`` (``functools.partial``) to get a ``ForwardFn``."""
     if inputs.input_ids.shape[0] != plan.num_input_tokens:
         raise ValueError(f"inputs have {inputs.input_ids.shape[0]} rows, the plan {plan.num_input_tokens}")
     p0 = "model.layers.0."
@@ -80,7 +84,7 @@ def fused_forward(
     delta: Tensor | None = None
     for layer in range(config.num_hidden_layers):
         p = f"model.layers.{layer}."
-        x, h = add_rms_norm(x, delta, model.w(p + "input_layernorm.weight"), eps)
+        x, h = ops.add_rms_norm(x, delta, model.w(p + "input_layernorm.weight"), eps)
         qkv = h @ model.w(p + QKV).T
         n = qkv.shape[0]
         q, k, v = torch.split(qkv, [hq * d, hk * d, hk * d], dim=1)
@@ -88,18 +92,18 @@ def fused_forward(
         if sp is not None:
             k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
             q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq // sp.size, k.shape[1] // sp.size, d)
-        rope_write_cache(k, v, cos, sin, inputs.slot_mapping, cache.keys[layer], cache.values[layer])
-        o = decode_attention(
+        ops.rope_write_cache(k, v, cos, sin, inputs.slot_mapping, cache.keys[layer], cache.values[layer])
+        o = ops.decode_attention(
             q, cos, sin, inputs.positions, meta.context_slots, meta.real, cache.keys[layer], cache.values[layer]
         )
         o = o.reshape(o.shape[0], -1)
         if sp is not None:
             o = heads_to_seq(o, sp)
         delta = plan.groups.tp.all_reduce(o @ model.w(p + "self_attn.o_proj.weight").T)
-        x, h = add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
-        up = silu_mul(h @ model.w(p + GATE_UP).T)
+        x, h = ops.add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
+        up = ops.silu_mul(h @ model.w(p + GATE_UP).T)
         delta = plan.groups.tp.all_reduce(up @ model.w(p + "mlp.down_proj.weight").T)
-    _, out = add_rms_norm(x, delta, model.w("model.norm.weight"), eps)
+    _, out = ops.add_rms_norm(x, delta, model.w("model.norm.weight"), eps)
     if sp is not None:
         out = sp.all_gather(out)
     return out

@@ -1,5 +1,6 @@
-"""Triton kernels of the fused forward (``arctic_ref.model.fused``): each one does what a run of
-the reference's torch ops does, in one launch, with the reference's roundings.
+"""Triton kernels of the fused forward (``arctic_ref.model.fused``), as ``TRITON_OPS``: each one
+does what its torch counterpart in ``arctic_ref.model.layer_ops.TORCH_OPS`` does, in one launch,
+with the reference's roundings.
 
 * ``add_rms_norm``: ``s = x + δ`` (rounded to the model dtype), then transformers' RMSNorm of s
   (float32 inside, ``weight · normed`` in the model's op-math type) — one read of x, δ and the weight.
@@ -23,6 +24,8 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+from arctic_ref.model.layer_ops import LayerOps
+
 try:
     import triton
     import triton.language as tl
@@ -41,6 +44,14 @@ WARPS: Final = 1
 SILU_BLOCK: Final = 1024
 
 if TRITON_AVAILABLE:
+
+    @triton.jit
+    def _exp(x):  # type: ignore[no-untyped-def]
+        return libdevice.exp(x)  # expf / exp, as torch's CUDA kernels (tl.exp is ex2.approx)
+
+    @triton.jit
+    def _rsqrt(x):  # type: ignore[no-untyped-def]
+        return libdevice.rsqrt(x)  # rsqrtf, as torch.rsqrt on CUDA
 
     @triton.jit
     def _opmath(x, WIDE: tl.constexpr):  # type: ignore[no-untyped-def]
@@ -83,7 +94,7 @@ if TRITON_AVAILABLE:
             tl.store(sum_ptr + row * hidden + offs, x, mask=mask)
         xf = x.to(tl.float32)
         variance = tl.sum(xf * xf, axis=0) * inv_hidden
-        normed = (xf * libdevice.rsqrt(variance + eps)).to(dtype)
+        normed = (xf * _rsqrt(variance + eps)).to(dtype)
         weight = tl.load(weight_ptr + offs, mask=mask, other=0.0)
         tl.store(out_ptr + row * hidden + offs, (_opmath(weight, WIDE) * _opmath(normed, WIDE)).to(dtype), mask=mask)
 
@@ -147,8 +158,8 @@ if TRITON_AVAILABLE:
             scores = tl.where(ok, tl.sum(q[None, :] * k, axis=1) * scale, -float("inf"))
             new_m = tl.maximum(m, tl.max(scores, axis=0))
             shift = tl.where(new_m == -float("inf"), 0.0, new_m)
-            alpha = libdevice.exp(m - shift)
-            p = libdevice.exp(scores - shift)
+            alpha = _exp(m - shift)
+            p = _exp(scores - shift)
             denom = denom * alpha + tl.sum(p, axis=0)
             acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
             m = new_m
@@ -177,7 +188,7 @@ if TRITON_AVAILABLE:
         )
         top = tl.max(m, axis=0)
         shift = tl.where(top == -float("inf"), 0.0, top)
-        weight = libdevice.exp(m - shift)
+        weight = _exp(m - shift)
         total = tl.sum(denom * weight, axis=0)
         real = tl.load(real_ptr + row) != 0
         safe = tl.where(real, total, 1.0)
@@ -196,7 +207,7 @@ if TRITON_AVAILABLE:
         up = tl.load(gate_up_ptr + row * stride + inter + offs, mask=mask, other=0.0)
         dtype = gate.dtype
         g = _opmath(gate, WIDE)
-        silu = _divide(g, 1.0 + libdevice.exp(-g), WIDE).to(dtype)
+        silu = _divide(g, 1.0 + _exp(-g), WIDE).to(dtype)
         tl.store(out_ptr + row * inter + offs, (_opmath(silu, WIDE) * _opmath(up, WIDE)).to(dtype), mask=mask)
 
 
@@ -291,3 +302,6 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
         gate_up, out, inter, gate_up.stride(0), WIDE=_wide(gate_up), BLOCK=SILU_BLOCK, enable_fp_fusion=False
     )
     return out
+
+
+TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, silu_mul)

@@ -3,6 +3,7 @@ loop every rank runs: schedule → step → update)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -10,8 +11,9 @@ from torch import Tensor
 from arctic_ref.model.config import ModelConfig
 from arctic_ref.model.fused import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, BlockTables, KVCache
-from arctic_ref.model.llama import LlamaShard, forward
-from arctic_ref.model.triton_ops import TRITON_AVAILABLE
+from arctic_ref.model.layer_ops import TORCH_OPS
+from arctic_ref.model.llama import ForwardFn, LlamaShard, forward
+from arctic_ref.model.triton_ops import TRITON_AVAILABLE, TRITON_OPS
 from arctic_ref.model.weights import Weights
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
@@ -23,7 +25,7 @@ from arctic_ref.runner.runner import ReferenceRunner
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
 from arctic_ref.types import ReqId
 
-KERNELS = ("reference", "triton")
+KERNELS = ("reference", "packed", "triton")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,7 +37,9 @@ class EngineConfig:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     device: str = "cpu"
     cuda_graphs: bool = False
-    kernels: str = "reference"  # "reference": the readable forward; "triton": fused_forward (CUDA)
+    # "reference": the readable forward; "packed": fused_forward with TORCH_OPS (any device);
+    # "triton": fused_forward with TRITON_OPS (CUDA)
+    kernels: str = "reference"
 
     def __post_init__(self) -> None:
         if self.kernels not in KERNELS:
@@ -91,6 +95,14 @@ class SampleRecord:
     logits: Tensor
 
 
+def forward_for(kernels: str) -> ForwardFn:
+    """The forward a ``kernels`` name selects (models packed with ``pack_projections`` unless
+    "reference")."""
+    if kernels == "reference":
+        return forward
+    return partial(fused_forward, ops=TRITON_OPS if kernels == "triton" else TORCH_OPS)
+
+
 def build_runner(
     config: EngineConfig, full: Weights, groups: RankGroups, drafter: Drafter | HiddenStateDrafter | None = None
 ) -> ReferenceRunner:
@@ -101,7 +113,7 @@ def build_runner(
     models = {StepMode.BASE: LlamaShard.build(cast, cfg, layout.tp_rank(groups.rank), layout.tp)}
     if config.shift_threshold is not None:
         models[StepMode.SHIFT] = LlamaShard.build(cast, cfg, layout.shift_rank(groups.rank), layout.world_size)
-    if config.kernels == "triton":
+    if config.kernels != "reference":
         models = {mode: pack_projections(model) for mode, model in models.items()}
     sched = config.scheduler
     num_blocks = sched.max_num_seqs * -(-sched.max_model_len // BLOCK_SIZE) + 1
@@ -123,7 +135,7 @@ def build_runner(
         device=device,
         drafter=drafter or NoDrafter(),
         graph_context=sched.max_model_len,
-        forward_fn=fused_forward if config.kernels == "triton" else forward,
+        forward_fn=forward_for(config.kernels),
     )
 
 

@@ -46,7 +46,7 @@ class GenerateJob:
     temperature: float = 0.0
     sampling_seed: int = 0
     device: str = "cpu"
-    kernels: str = "reference"  # or "triton" (fused_forward; needs --device cuda)
+    kernels: str = "reference"  # or "packed" (fused_forward, torch ops), "triton" (Triton ops; --device cuda)
     cuda_graphs: bool = False  # needs --device cuda
 
     def model_config(self) -> ModelConfig:

@@ -416,10 +416,13 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     spec_solo = run_cases(RankInfo(0, 1, "gloo"), tuple(c for c in speculative if c.world_size == 1))
     assert spec_solo is not None
     outcomes |= {(o.case.label, o.case.dtype): o for o in spec_solo}
+    packed = tuple(replace(case, kernels="packed") for case in LAYOUTS if case.name in ("L3", "L6"))
     checks: dict[str, float] = {}
     for world in (2, 4):
         progress(f"    spawning {world} ranks (gloo) ...")
-        cases = tuple(c for c in (*LAYOUTS, *speculative) if c.world_size == world) + (low if world == 4 else ())
+        cases = tuple(c for c in (*LAYOUTS, *speculative, *packed) if c.world_size == world) + (
+            low if world == 4 else ()
+        )
         result = spawn_ranks(run_world, cases, world_size=world, timeout_s=600)[0]
         outcomes |= {(o.case.label, o.case.dtype): o for o in result.layouts}
         checks |= {f"world{world}.{k}": v for k, v in result.checks.items()}
@@ -431,7 +434,7 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     failed = [c for c in comparisons if c.failed]
     f64 = [c for c in comparisons if c.dtype == "float64"]
     layouts = BatteryResult(
-        name="layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16", compared=sum(c.compared_rows for c in comparisons),
+        name="layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed", compared=sum(c.compared_rows for c in comparisons),
         outcome=Outcome.FAIL if failed else Outcome.PASS,
         figures={"f64 max|Δ|": f"{max(c.max_abs for c in f64):.1e}",
                  "diverged": str(sum(not c.identical_tokens for c in comparisons)),
@@ -441,7 +444,7 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
         seconds=time.perf_counter() - began,
     )  # fmt: skip
     counts = _collective_problems(outcomes)
-    collectives = BatteryResult(name="collectives: counts per step and mode", compared=4,
+    collectives = BatteryResult(name="collectives: counts per step and mode", compared=4 + len(packed),
                                 outcome=Outcome.FAIL if counts else Outcome.PASS, detail="; ".join(counts))  # fmt: skip
     bad_checks = [
         k
@@ -493,6 +496,11 @@ def _collective_problems(outcomes: dict[tuple[str, str], LayoutOutcome]) -> list
         steps = len({r.step for r in outcome.records})
         if dict(outcome.collectives) != {k: v * steps for k, v in per_step.items()}:
             problems.append(f"{name}: {dict(outcome.collectives)}")
+    for (label, dtype), outcome in outcomes.items():  # the fused forward's structure: the same calls
+        if outcome.case.kernels != "reference":
+            reference = outcomes[(outcome.case.name, dtype)]
+            if outcome.collectives != reference.collectives:
+                problems.append(f"{label}: {dict(outcome.collectives)} vs {dict(reference.collectives)}")
     return problems
 
 

@@ -50,10 +50,12 @@ class LayoutCase:
     drafter: str = "none"  # none | suffix | ngram | oracle | junk | arctic-mlp | arctic-lstm | hybrid
     reference: tuple[tuple[int, ...], ...] = ()  # the oracle drafter's L0 outputs
     oracle_correct: int = 3
+    kernels: str = "reference"  # EngineConfig.kernels: reference | packed | triton (CUDA)
 
     @property
     def label(self) -> str:
-        return self.name if self.drafter == "none" else f"{self.name}+{self.drafter}"
+        label = self.name if self.drafter == "none" else f"{self.name}+{self.drafter}"
+        return label if self.kernels == "reference" else f"{label}/{self.kernels}"
 
     @property
     def world_size(self) -> int:
@@ -92,7 +94,7 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
     engine = EngineConfig(
         model=model, layout=layout, dtype=DTYPES[case.dtype], shift_threshold=case.shift_threshold,
         scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=case.budget, max_model_len=1024),
-        device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu",
+        device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu", kernels=case.kernels,
     )  # fmt: skip
     runner = build_runner(engine, random_weights(model, case.seed), log_groups, make_drafter(case, model))
     records: list[SampleRecord] = []

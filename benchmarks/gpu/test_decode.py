@@ -20,11 +20,12 @@ import torch
 
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.config import llama3_8b_config
-from arctic_ref.model.fused import fused_forward, pack_projections
+from arctic_ref.model.fused import pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
+from arctic_ref.runner.engine import forward_for
 from arctic_ref.runner.graphs import capture_graph
 from benchmarks.cuda_timing import median_ms
 
@@ -50,7 +51,7 @@ KERNELS = ("reference", "triton")
 @pytest.fixture(scope="module")
 def models() -> dict[str, Forward]:
     base = build_model()
-    return {"reference": (base, forward), "triton": (pack_projections(base), fused_forward)}
+    return {"reference": (base, forward), "triton": (pack_projections(base), forward_for("triton"))}
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +197,8 @@ def test_fused_forward_matches_reference_in_bf16(models: dict[str, Forward]) -> 
     cache = _cache(base, 2)
     inputs = _static(_inputs(2, 3))
     reference = _step_fn(base, _cache_copy(cache, torch.bfloat16), inputs)().float()
-    fused = _step_fn(models["triton"][0], _cache_copy(cache, torch.bfloat16), inputs, fused_forward)().float()
+    packed, fused_fn = models["triton"]
+    fused = _step_fn(packed, _cache_copy(cache, torch.bfloat16), inputs, fused_fn)().float()
     wide_model = LlamaShard(base.config, {k: v.float() for k, v in base.weights.items()}, 0, 1)
     wide = _step_fn(wide_model, _cache_copy(cache, torch.float32), inputs)()
     del wide_model

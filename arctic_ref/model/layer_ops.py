@@ -1,0 +1,70 @@
+"""``LayerOps``: the four per-layer operations the fused forward calls, as a frozen value passed
+down. ``TORCH_OPS`` writes each one with the reference's own torch functions (any device, any
+dtype): it is the specification every kernel set is tested against, and with it the fused
+forward's structure (packed projections, RoPE after the Ulysses exchange, the add+norm pairing)
+runs in every layout on the CPU. ``arctic_ref.model.triton_ops.TRITON_OPS`` is the CUDA set."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch.nn.functional as F
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+from arctic_ref.model.attention import BatchedAttention, allowed_keys, batched_attention
+from arctic_ref.model.kv_cache import KVCache
+from arctic_ref.model.layers import apply_rope, rms_norm
+
+AddRmsNorm = Callable[[Tensor, Tensor | None, Tensor, float], tuple[Tensor, Tensor]]
+RopeWriteCache = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], None]
+DecodeAttention = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
+SiluMul = Callable[[Tensor], Tensor]
+
+
+@dataclass(frozen=True, slots=True)
+class LayerOps:
+    """``add_rms_norm(x, δ | None, weight, eps) → (x + δ, rms_norm(x + δ))``;
+    ``rope_write_cache(k, v, cos, sin, slots, key_cache, value_cache)``;
+    ``decode_attention(q, cos, sin, positions, context_slots, real, key_cache, value_cache)``;
+    ``silu_mul(gate_up) → silu(gate) · up``."""
+
+    name: str
+    add_rms_norm: AddRmsNorm
+    rope_write_cache: RopeWriteCache
+    decode_attention: DecodeAttention
+    silu_mul: SiluMul
+
+
+def torch_add_rms_norm(
+    x: Float[Tensor, "rows hidden"], delta: Float[Tensor, "rows hidden"] | None, weight: Float[Tensor, "hidden"],
+    eps: float,
+) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:  # fmt: skip
+    total = x if delta is None else x + delta
+    return total, rms_norm(total, weight, eps)
+
+
+def torch_rope_write_cache(
+    k: Float[Tensor, "rows kvheads head_dim"], v: Float[Tensor, "rows kvheads head_dim"],
+    cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"], slots: Int[Tensor, "rows"],
+    key_cache: Tensor, value_cache: Tensor,
+) -> None:  # fmt: skip
+    """The graph-capturable write (pad rows land in reserved block 0, which nothing reads)."""
+    KVCache(keys=(key_cache,), values=(value_cache,)).write_static(0, slots, apply_rope(k, cos, sin), v)
+
+
+def torch_decode_attention(
+    q: Float[Tensor, "rows qheads head_dim"], cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"],
+    positions: Int[Tensor, "rows"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
+    key_cache: Tensor, value_cache: Tensor,
+) -> Float[Tensor, "rows qheads head_dim"]:  # fmt: skip
+    meta = BatchedAttention(context_slots=context_slots, real=real)
+    cache = KVCache(keys=(key_cache,), values=(value_cache,))
+    return batched_attention(apply_rope(q, cos, sin), allowed_keys(positions, meta), cache, 0, meta)
+
+
+def torch_silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows inter"]:
+    inter = gate_up.shape[1] // 2
+    return F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+
+
+TORCH_OPS = LayerOps("torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_silu_mul)

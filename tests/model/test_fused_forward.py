@@ -1,0 +1,122 @@
+"""The fused forward's structure on the CPU, with the torch ops (``--kernels packed``): packed
+projections share storage with the separate ones; a chunked-prefill step and a mixed verify step
+equal the reference ``forward`` in float64, hidden states and KV cache; generation keeps the
+reference's tokens; the Triton set is refused without CUDA. The Triton kernels themselves are
+checked against the same torch ops in ``gpu_tests/test_fused_forward.py``."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from arctic_ref.model.attention import AttentionMetadata
+from arctic_ref.model.config import tiny_config
+from arctic_ref.model.fused import fused_forward, pack_projections
+from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
+from arctic_ref.model.layer_ops import TORCH_OPS
+from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
+from arctic_ref.model.weights import random_weights
+from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
+from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
+from arctic_ref.runner.prompts import builtin_prompts
+
+SOLO = SoloComm(0)
+GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
+CPU = torch.device("cpu")
+
+
+def _models() -> tuple[LlamaShard, LlamaShard]:
+    config = tiny_config()
+    model = LlamaShard.build(random_weights(config, 0), config, 0, 1)
+    return model, pack_projections(model)
+
+
+def test_packed_projections_are_views_of_one_tensor() -> None:
+    model, packed = _models()
+    for layer in range(model.config.num_hidden_layers):
+        p = f"model.layers.{layer}."
+        for whole, parts in (("self_attn.qkv_proj", ("q", "k", "v")), ("mlp.gate_up_proj", ("gate", "up"))):
+            tensor = packed.w(p + whole + ".weight")
+            prefix = "self_attn." if whole.startswith("self_attn") else "mlp."
+            names = [p + prefix + part + "_proj.weight" for part in parts]
+            assert torch.equal(tensor, torch.cat([model.w(n) for n in names]))
+            for name in names:
+                assert packed.w(name).untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+                assert torch.equal(packed.w(name), model.w(name))
+
+
+def _step(counts: list[int], history: dict[int, int], vocab: int, g: torch.Generator, pad: int) -> ForwardInputs:
+    """Rows for requests 0..2 (request i owns blocks 1 + 4i …), then ``pad`` pad rows."""
+    ids, positions, slots, starts, contexts = [], [], [], [0], []
+    for req, count in enumerate(counts):
+        begin, base = history[req], (1 + 4 * req) * BLOCK_SIZE
+        ids += torch.randint(0, vocab, (count,), generator=g).tolist()
+        positions += list(range(begin, begin + count))
+        slots += [base + p for p in range(begin, begin + count)]
+        starts.append(starts[-1] + count)
+        contexts.append(torch.arange(base, base + begin + count))
+        history[req] = begin + count
+    return ForwardInputs(
+        input_ids=torch.tensor(ids + [0] * pad), positions=torch.tensor(positions + [0] * pad),
+        slot_mapping=torch.tensor(slots + [-1] * pad),
+        attention=AttentionMetadata(query_start_loc=tuple(starts), seq_lens=tuple(history.values()),
+                                    context_slots=tuple(contexts)),
+    )  # fmt: skip
+
+
+def test_packed_forward_equals_the_reference_in_float64() -> None:
+    model, packed = _models()
+    config = model.config
+    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
+                               head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
+    g, history = torch.Generator().manual_seed(5), {0: 0, 1: 0, 2: 0}
+    for counts in ([20, 7, 13], [1, 4, 3], [1, 1, 1]):
+        inputs = _step(counts, history, config.vocab_size, g, pad=3)
+        plan = plan_step(inputs.input_ids.shape[0], policy=ShiftPolicy(ParallelLayout(1, 1, 1)),
+                         graphs=GraphTables.eager(), groups=GROUPS)  # fmt: skip
+        real = sum(counts)
+        want = forward(model, inputs, caches[0], plan)[:real]
+        got = fused_forward(packed, inputs, caches[1], plan, TORCH_OPS)[:real]
+        assert float((got - want).abs().max()) <= 1e-12
+    for ref, ours in zip((*caches[0].keys, *caches[0].values), (*caches[1].keys, *caches[1].values), strict=True):
+        # Block 0 takes the pad rows of the static write; every other block must agree, NaN included.
+        assert torch.equal(ref[1:].isnan(), ours[1:].isnan())
+        assert float((ref[1:].nan_to_num(0) - ours[1:].nan_to_num(0)).abs().max()) <= 1e-12
+
+
+def test_fused_forward_needs_packed_projections() -> None:
+    model, _ = _models()
+    inputs = _step([1, 1, 1], {0: 0, 1: 0, 2: 0}, model.config.vocab_size, torch.Generator().manual_seed(0), pad=0)
+    plan = plan_step(3, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
+    cache = KVCache.allocate(layers=4, num_blocks=16, heads=2, head_dim=16, dtype=torch.float64, device=CPU)
+    with pytest.raises(ValueError, match="pack_projections"):
+        fused_forward(model, inputs, cache, plan, TORCH_OPS)
+
+
+def _generate(kernels: str) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
+    config = tiny_config()
+    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), kernels=kernels,
+                          scheduler=SchedulerConfig(max_num_batched_tokens=16))  # fmt: skip
+    records: list[SampleRecord] = []
+    runner = build_runner(engine, random_weights(config, 0), GROUPS)
+    prompts = builtin_prompts(config.vocab_size)
+    results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=12)] * len(prompts),
+                           records=records)  # fmt: skip
+    return [r.output_token_ids for r in results], records
+
+
+def test_generation_with_packed_kernels_keeps_the_reference_tokens() -> None:
+    """Chunked prefill at budget 16, then decode: the same tokens and logits ≤ 1e-12."""
+    ref_tokens, ref_rows = _generate("reference")
+    tokens, rows = _generate("packed")
+    assert tokens == ref_tokens
+    assert max(float((a.logits - b.logits).abs().max()) for a, b in zip(ref_rows, rows, strict=True)) <= 1e-12
+
+
+def test_kernel_names_are_checked() -> None:
+    base = EngineConfig(model=tiny_config(), layout=ParallelLayout(1, 1, 1))
+    with pytest.raises(ValueError, match=r"kernels\('fast'\) must be one of"):
+        replace(base, kernels="fast")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs a CUDA device and Triton"):
+            replace(base, kernels="triton")
