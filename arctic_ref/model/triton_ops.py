@@ -216,6 +216,23 @@ def _require(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def _on_cuda(**tensors: Tensor | None) -> None:
+    """Every tensor on a CUDA device (the kernels read raw device pointers)."""
+    elsewhere = {name: str(t.device) for name, t in tensors.items() if t is not None and t.device.type != "cuda"}
+    _require(not elsewhere, f"Triton kernels need CUDA tensors; on other devices: {elsewhere}")
+
+
+def _unit_stride(**tensors: Tensor | None) -> None:
+    """The last dimension of every tensor has stride 1 (rows and heads may be strided views)."""
+    bad = {name: tuple(t.stride()) for name, t in tensors.items() if t is not None and t.stride(-1) != 1}
+    _require(not bad, f"the last dimension must have stride 1; strides: {bad}")
+
+
+def _contiguous(**tensors: Tensor) -> None:
+    bad = {name: (tuple(t.shape), tuple(t.stride())) for name, t in tensors.items() if not t.is_contiguous()}
+    _require(not bad, f"these must be contiguous (shape, strides): {bad}")
+
+
 def _wide(x: Tensor) -> bool:
     return x.dtype == torch.float64
 
@@ -226,8 +243,14 @@ def add_rms_norm(
 ) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:  # fmt: skip
     """(s, rms_norm(s)) with s = x + δ (or x itself when δ is None)."""
     rows, hidden = x.shape
+    _on_cuda(x=x, delta=delta, weight=weight)
     _require(weight.shape == (hidden,), f"weight {tuple(weight.shape)} for hidden size {hidden}")
-    _require(x.stride(1) == 1 and (delta is None or delta.stride(1) == 1), "rows must be contiguous")
+    _require(
+        delta is None or delta.shape == x.shape,
+        f"delta {None if delta is None else tuple(delta.shape)} for x {tuple(x.shape)}",
+    )
+    _unit_stride(x=x, delta=delta)
+    _contiguous(weight=weight)
     total = x if delta is None else torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
     out = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
     d = x if delta is None else delta
@@ -246,9 +269,17 @@ def rope_write_cache(
 ) -> None:  # fmt: skip
     """Cache[slot] ← (RoPE(k), v) for every row whose slot is ≥ 0."""
     rows, heads, head_dim = k.shape
+    _on_cuda(k=k, v=v, cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
     _require(v.shape == k.shape, f"k {tuple(k.shape)} and v {tuple(v.shape)} differ")
-    _require(key_cache.shape[2:] == (heads, head_dim), f"cache {tuple(key_cache.shape)} for k {tuple(k.shape)}")
-    _require(k.stride(2) == 1 and v.stride(2) == 1 and cos.is_contiguous() and sin.is_contiguous(), "strides")
+    _require(
+        cos.shape == sin.shape == (rows, head_dim),
+        f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for k {tuple(k.shape)}",
+    )
+    _require(slots.shape == (rows,), f"slots {tuple(slots.shape)} for {rows} rows")
+    _require(key_cache.shape == value_cache.shape and key_cache.shape[2:] == (heads, head_dim),
+             f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} for k {tuple(k.shape)}")  # fmt: skip
+    _unit_stride(k=k, v=v)
+    _contiguous(cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
     _rope_write_kernel[(rows, heads)](
         k, v, cos, sin, slots, key_cache, value_cache, k.stride(0), k.stride(1), v.stride(0), v.stride(1),
         heads, head_dim, WIDE=_wide(k), BLOCK_D=triton.next_power_of_2(head_dim), enable_fp_fusion=False,
@@ -267,10 +298,23 @@ def decode_attention(
     kv_heads = key_cache.shape[2]
     context = context_slots.shape[1]
     per_split, block_n, warps = tiling
+    _on_cuda(q=q, cos=cos, sin=sin, positions=positions, context_slots=context_slots, real=real,
+             key_cache=key_cache, value_cache=value_cache)  # fmt: skip
     _require(q_heads % kv_heads == 0, f"{q_heads} query heads over {kv_heads} KV heads")
-    _require(positions.shape == real.shape == (rows,), f"positions {tuple(positions.shape)} for {rows} rows")
-    _require(q.stride(2) == 1 and context_slots.is_contiguous(), "strides")
-    _require(per_split % block_n == 0, f"tiling {tiling}: keys per program must be a multiple of the tile")
+    _require(key_cache.shape == value_cache.shape and key_cache.shape[3] == head_dim,
+             f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} for q {tuple(q.shape)}")  # fmt: skip
+    _require(positions.shape == real.shape == (rows,) and context_slots.shape[0] == rows,
+             f"positions {tuple(positions.shape)}, real {tuple(real.shape)}, context_slots"
+             f" {tuple(context_slots.shape)} for {rows} rows")  # fmt: skip
+    _require(
+        cos.shape == sin.shape == (rows, head_dim),
+        f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for q {tuple(q.shape)}",
+    )
+    _require(per_split % block_n == 0 and block_n & (block_n - 1) == 0 and warps >= 1,
+             f"tiling {tiling}: the tile must be a power of two dividing the keys per program")  # fmt: skip
+    _unit_stride(q=q)
+    _contiguous(cos=cos, sin=sin, positions=positions, context_slots=context_slots, real=real,
+                key_cache=key_cache, value_cache=value_cache)  # fmt: skip
     group = q_heads // kv_heads
     splits = triton.cdiv(context, per_split)
     compute = torch.float64 if _wide(q) else torch.float32
@@ -295,7 +339,9 @@ def decode_attention(
 def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows inter"]:
     """silu(gate_up[:, :I]) · gate_up[:, I:] with the reference's two roundings."""
     rows, width = gate_up.shape
-    _require(width % 2 == 0 and gate_up.stride(1) == 1, f"gate_up {tuple(gate_up.shape)} must be [rows, 2·I]")
+    _on_cuda(gate_up=gate_up)
+    _require(width % 2 == 0, f"gate_up {tuple(gate_up.shape)} must be [rows, 2·I]")
+    _unit_stride(gate_up=gate_up)
     inter = width // 2
     out = torch.empty((rows, inter), dtype=gate_up.dtype, device=gate_up.device)
     _silu_mul_kernel[(rows, triton.cdiv(inter, SILU_BLOCK))](

@@ -15,6 +15,7 @@ from arctic_ref.model.fused import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.layer_ops import TORCH_OPS
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
+from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
@@ -120,3 +121,21 @@ def test_kernel_names_are_checked() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="needs a CUDA device and Triton"):
             replace(base, kernels="triton")
+
+
+def test_triton_ops_validate_before_launching() -> None:
+    """The Triton wrappers check devices, shapes and strides first, naming the offending values
+    (this runs without Triton or CUDA: nothing is launched)."""
+    x = torch.zeros(2, 8)
+    with pytest.raises(ValueError, match=r"need CUDA tensors; on other devices: \{'x': 'cpu'"):
+        add_rms_norm(x, None, torch.ones(8), 1e-5)
+    with pytest.raises(ValueError, match=r"'gate_up': 'cpu'"):
+        silu_mul(torch.zeros(2, 6))
+    k = torch.zeros(3, 2, 4)
+    with pytest.raises(ValueError, match=r"'k': 'cpu', 'v': 'cpu'"):
+        rope_write_cache(k, k, torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
+                         torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))  # fmt: skip
+    with pytest.raises(ValueError, match=r"'q': 'cpu'"):
+        decode_attention(torch.zeros(3, 4, 4), torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
+                         torch.zeros(3, 5, dtype=torch.int64), torch.ones(3, dtype=torch.bool),
+                         torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))  # fmt: skip
