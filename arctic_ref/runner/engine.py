@@ -21,7 +21,7 @@ from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.requests import RequestState, SamplingParams
-from arctic_ref.runner.runner import ReferenceRunner
+from arctic_ref.runner.runner import ReferenceRunner, RunnerOutput
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
 from arctic_ref.types import ReqId
 
@@ -149,6 +149,19 @@ class RequestDriver:
     index: dict[ReqId, int]
     records: list[SampleRecord] | None = None
     steps: int = 0
+    last: RunnerOutput | None = None  # the latest step's output
+
+    def add(self, prompt: Sequence[int], params: SamplingParams) -> int:
+        """A request arriving now (it is scheduled from the next step on); returns its index."""
+        vocab = next(iter(self.runner.models.values())).config.vocab_size
+        bad = [t for t in prompt if not 0 <= t < vocab]
+        if bad or not prompt:
+            raise ValueError(f"prompt must be non-empty with ids in [0, {vocab}): {bad[:5]}")
+        index = len(self.index)
+        req_id = ReqId(f"req-{index}")
+        self.index[req_id] = index
+        self.scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params))
+        return index
 
     @classmethod
     def start(
@@ -180,6 +193,7 @@ class RequestDriver:
             raise RuntimeError("the scheduler made no progress")
         known = {r.req_id: r.num_tokens for r in self.scheduler.running}
         out = self.runner.step(sched)
+        self.last = out
         if self.records is not None:
             for i, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
                 for k, _ in enumerate(tokens):  # token k came from the request's k-th logits row

@@ -453,7 +453,7 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
         or (k.endswith("max_abs") and "raw_vs_baseline" not in k and v > 1e-9)
     ]
     bad_checks += [k for k, v in checks.items() if "raw_vs_baseline" in k and v <= 1e-3]
-    exchanges = BatteryResult(name="exchanges, kv-invariance, logits-order, no-globals (world 2, 4)", compared=len(checks),
+    exchanges = BatteryResult(name="exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)", compared=len(checks),
                               outcome=Outcome.FAIL if bad_checks else Outcome.PASS, detail=", ".join(bad_checks),
                               figures={"raw gather caught": str(all(v > 1e-3 for k, v in checks.items() if "raw_vs_baseline" in k))})  # fmt: skip
     lossless = _spec_lossless(outcomes, speculative)

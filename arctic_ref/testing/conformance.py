@@ -30,8 +30,10 @@ from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import Kind, speculator_for
+from arctic_ref.testing.cross_mode import check_cross_mode
 from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
 from arctic_ref.testing.isolation import check_interleaved_layouts
+from arctic_ref.testing.volumes import check_volumes
 
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
 
@@ -208,11 +210,16 @@ class WorldOutcome:
 
 
 def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | None:
-    """The layout cases of this world size, then the exchange, KV-invariance (world 4) and
-    shift-logit-order (world 4) checks: one spawn per world size, as ``arctic-ref check`` runs it."""
+    """The layout cases of this world size, then the exchange and volume checks, and at world 4
+    KV invariance (T2), cross-mode steps (T3), shift-logit order and isolation: one spawn per world
+    size, as ``arctic-ref check`` runs it."""
     layouts = [run_case(info, case) for case in cases]
     checks = {f"exchanges.{k}": v for k, v in check_exchanges(info, None).items()}
+    sizes = (2, info.world_size // 2)
+    checks |= {f"volumes.S{sizes[0]}xT{sizes[1]}.{k}": v for k, v in check_volumes(info, sizes).items()}
     if info.world_size == 4:
+        for kernels in ("reference", "packed"):
+            checks |= {f"cross-mode-T3.{kernels}.{k}": v for k, v in check_cross_mode(info, kernels).items()}
         for sizes in ((2, 2), (4, 1)):
             checks |= {
                 f"kv-invariance.S{sizes[0]}xT{sizes[1]}.{k}": v for k, v in check_kv_invariance(info, sizes).items()
