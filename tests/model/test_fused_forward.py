@@ -13,7 +13,7 @@ from arctic_ref.model.attention import AttentionMetadata
 from arctic_ref.model.config import tiny_config
 from arctic_ref.model.fused import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
-from arctic_ref.model.layer_ops import TORCH_OPS
+from arctic_ref.model.layer_ops import TORCH_OPS, LayerOps
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
 from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
 from arctic_ref.model.weights import random_weights
@@ -139,3 +139,39 @@ def test_triton_ops_validate_before_launching() -> None:
         decode_attention(torch.zeros(3, 4, 4), torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
                          torch.zeros(3, 5, dtype=torch.int64), torch.ones(3, dtype=torch.bool),
                          torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))  # fmt: skip
+
+
+def _attention_without_own_key(
+    q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor, context_slots: torch.Tensor,
+    real: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
+) -> torch.Tensor:  # fmt: skip
+    """A plausible kernel bug: each row attends up to its position − 1 (its own key missed)."""
+    return TORCH_OPS.decode_attention(q, cos, sin, positions - 1, context_slots, real, key_cache, value_cache)
+
+
+def _rope_before_nothing(
+    k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
+    key_cache: torch.Tensor, value_cache: torch.Tensor,
+) -> None:  # fmt: skip
+    """Another: keys cached without RoPE."""
+    ones, zeros = torch.ones_like(cos), torch.zeros_like(sin)
+    TORCH_OPS.rope_write_cache(k, v, ones, zeros, slots, key_cache, value_cache)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [replace(TORCH_OPS, decode_attention=_attention_without_own_key), replace(TORCH_OPS, rope_write_cache=_rope_before_nothing)],
+    ids=["own-key-missed", "keys-unrotated"],
+)  # fmt: skip
+def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
+    """The fused-vs-reference comparison has teeth: an op set with one plausible bug is off by far
+    more than the 1e-12 the correct one meets."""
+    model, packed = _models()
+    config = model.config
+    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
+                               head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
+    inputs = _step([9, 5, 3], {0: 0, 1: 0, 2: 0}, config.vocab_size, torch.Generator().manual_seed(3), pad=1)
+    plan = plan_step(18, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
+    want = forward(model, inputs, caches[0], plan)[:17]
+    got = fused_forward(packed, inputs, caches[1], plan, broken)[:17]
+    assert not torch.allclose(got, want, rtol=0.0, atol=1e-3)  # (a row with no key gives NaN: also caught)
