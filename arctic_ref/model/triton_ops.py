@@ -79,6 +79,18 @@ if TRITON_AVAILABLE:
         return (_opmath(a, WIDE) + _opmath(b, WIDE)).to(dtype)
 
     @triton.jit
+    def _rotated_row(x_base, cos_ptr, sin_ptr, row, head_dim, WIDE: tl.constexpr, BLOCK_D: tl.constexpr):  # type: ignore[no-untyped-def]
+        """RoPE of the head row at ``x_base`` with the cos/sin of ``row``, in the row's dtype."""
+        d = tl.arange(0, BLOCK_D)
+        dmask = d < head_dim
+        half = head_dim // 2
+        x = tl.load(x_base + d, mask=dmask, other=0.0)
+        x_rot = tl.load(x_base + (d + half) % head_dim, mask=dmask, other=0.0)
+        cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
+        sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
+        return _rope(x, x_rot, cos, sin, d, half, WIDE)
+
+    @triton.jit
     def _add_rms_norm_kernel(  # type: ignore[no-untyped-def]
         x_ptr, delta_ptr, weight_ptr, sum_ptr, out_ptr, hidden, inv_hidden, eps, x_stride, delta_stride,
         HAS_DELTA: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
@@ -110,14 +122,9 @@ if TRITON_AVAILABLE:
         if slot >= 0:
             d = tl.arange(0, BLOCK_D)
             dmask = d < head_dim
-            half = head_dim // 2
-            k_base = k_ptr + row * k_row + head * k_head
-            k = tl.load(k_base + d, mask=dmask, other=0.0)
-            k_rot = tl.load(k_base + (d + half) % head_dim, mask=dmask, other=0.0)
-            cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
-            sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
+            k = _rotated_row(k_ptr + row * k_row + head * k_head, cos_ptr, sin_ptr, row, head_dim, WIDE, BLOCK_D)
             target = (slot * kv_heads + head) * head_dim + d
-            tl.store(kc_ptr + target, _rope(k, k_rot, cos, sin, d, half, WIDE), mask=dmask)
+            tl.store(kc_ptr + target, k, mask=dmask)
             tl.store(vc_ptr + target, tl.load(v_ptr + row * v_row + head * v_head + d, mask=dmask), mask=dmask)
 
     @triton.jit
@@ -135,13 +142,8 @@ if TRITON_AVAILABLE:
         kvh = head // group
         d = tl.arange(0, BLOCK_D)
         dmask = d < head_dim
-        half = head_dim // 2
-        q_base = q_ptr + row * q_row + head * q_head
-        q = tl.load(q_base + d, mask=dmask, other=0.0)
-        q_rot = tl.load(q_base + (d + half) % head_dim, mask=dmask, other=0.0)
-        cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
-        sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
-        q = _opmath(_rope(q, q_rot, cos, sin, d, half, WIDE), WIDE)
+        q = _rotated_row(q_ptr + row * q_row + head * q_head, cos_ptr, sin_ptr, row, head_dim, WIDE, BLOCK_D)
+        q = _opmath(q, WIDE)
         last = tl.where(tl.load(real_ptr + row) != 0, tl.load(pos_ptr + row), -1)
         m = tl.max(tl.full((BLOCK_N,), -float("inf"), q.dtype), axis=0)
         denom = tl.sum(tl.zeros((BLOCK_N,), q.dtype), axis=0)
