@@ -36,7 +36,10 @@ GATE_UP = "mlp.gate_up_proj.weight"
 def pack_projections(model: LlamaShard) -> LlamaShard:
     """Per layer, ``qkv_proj = cat(q, k, v)`` and ``gate_up_proj = cat(gate, up)`` (rows); the
     separate projections become views of them, so the reference ``forward`` still runs on the
-    result and no weight is stored twice."""
+    result and the packed model holds each weight once (the input's separate tensors are freed once
+    nothing else refers to them). A packed model comes back unchanged."""
+    if "model.layers.0." + QKV in model.weights:
+        return model
     weights: Weights = dict(model.weights)
     for layer in range(model.config.num_hidden_layers):
         p = f"model.layers.{layer}."

@@ -44,6 +44,7 @@ def test_packed_projections_are_views_of_one_tensor() -> None:
             for name in names:
                 assert packed.w(name).untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
                 assert torch.equal(packed.w(name), model.w(name))
+    assert pack_projections(packed) is packed
 
 
 def _step(counts: list[int], history: dict[int, int], vocab: int, g: torch.Generator, pad: int) -> ForwardInputs:
