@@ -174,7 +174,8 @@ def _generate(args: argparse.Namespace) -> int:
         shift_threshold=args.shift_threshold, spec=args.spec, num_spec_tokens=args.num_spec_tokens,
         prompts=read_prompts(args.prompts) if args.prompts else None, max_tokens=args.max_tokens,
         temperature=args.temperature, sampling_seed=args.sampling_seed, device=args.device,
-        kernels=args.kernels, cuda_graphs=args.cuda_graphs,
+        kernels=args.kernels, cuda_graphs=args.cuda_graphs, ignore_eos=args.ignore_eos,
+        stop_token_ids=tuple(args.stop_token_ids or ()),
     )  # fmt: skip
     engine = job.engine()
     _say(f"arctic-ref generate: {engine.layout.world_size} rank(s), tp {args.tp} sp {args.sp}, {args.dtype}, "
@@ -188,7 +189,8 @@ def _generate(args: argparse.Namespace) -> int:
         for r in results:
             print(json.dumps({"prompt_index": r.prompt_index, "output_token_ids": list(r.output_token_ids),
                               "num_steps": r.num_steps, "num_draft_tokens": r.num_draft_tokens,
-                              "num_accepted_tokens": r.num_accepted_tokens}))  # fmt: skip
+                              "num_accepted_tokens": r.num_accepted_tokens,
+                              "finish_reason": r.finish_reason}))  # fmt: skip
     else:
         print(format_results(results, job.prompt_ids(engine.model)))
     return 0
@@ -213,6 +215,12 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--num-spec-tokens", type=int, default=None)
     gen.add_argument("--prompts", type=Path, help='JSON lines, each {"prompt_token_ids": [...]}')
     gen.add_argument("--max-tokens", type=int, default=32)
+    gen.add_argument("--ignore-eos", action="store_true", help="the checkpoint's eos_token_id does not stop")
+    gen.add_argument(
+        "--stop-token-ids",
+        type=lambda text: [int(t) for t in text.split(",")],
+        help="comma-separated ids that stop a request (kept as its last token)",
+    )
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--sampling-seed", type=int, default=0)
     gen.add_argument("--device", choices=["cpu", "cuda"], default="cpu")

@@ -120,8 +120,22 @@ def test_generate_json_matches_the_python_api(capsys: pytest.CaptureFixture[str]
         "num_steps",
         "num_draft_tokens",
         "num_accepted_tokens",
+        "finish_reason",
     ]
     assert [line["prompt_index"] for line in lines] == [0, 1, 2, 3]
+
+
+def test_generate_stop_token_ids(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["generate", "--max-tokens", "12", "--json"]) == 0
+    full = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    stop = full[0]["output_token_ids"][3]
+    assert main(["generate", "--max-tokens", "12", "--json", "--stop-token-ids", f"{stop},{stop}"]) == 0
+    stopped = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for before, after in zip(full, stopped, strict=True):
+        tokens = before["output_token_ids"]
+        cut = tokens.index(stop) + 1 if stop in tokens else len(tokens)
+        assert after["output_token_ids"] == tokens[:cut]
+        assert after["finish_reason"] == ("stop" if stop in tokens else "length")
 
 
 def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,6 +159,7 @@ def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) ->
         (["--spec", "suffix", "--num-spec-tokens", "33"], "--num-spec-tokens(33) must be in [1, 32]"),
         (["--kernels", "triton"], "kernels('triton') needs a CUDA device and Triton: device('cpu')"),
         (["--cuda-graphs"], "--cuda-graphs needs --device cuda (got 'cpu')"),
+        (["--stop-token-ids", "3,512"], "--stop-token-ids [512] must be in [0, 512)"),
     ],
 )
 def test_generate_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:

@@ -25,6 +25,7 @@ class ModelConfig:
     rms_norm_eps: float = 1e-6
     max_position_embeddings: int = 2048
     tie_word_embeddings: bool = False
+    eos_token_ids: tuple[int, ...] = ()  # config.json's eos_token_id (an int or a list); () = none
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -39,6 +40,13 @@ class ModelConfig:
             )
         if self.head_dim % 2:
             raise ValueError(f"head_dim({self.head_dim}) must be even for RoPE")
+        bad = [
+            t
+            for t in self.eos_token_ids
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size
+        ]
+        if bad:
+            raise ValueError(f"eos_token_ids {bad} must be ints in [0, vocab_size({self.vocab_size}))")
 
     @classmethod
     def from_hf(cls, raw: dict[str, Any]) -> "ModelConfig":
@@ -61,6 +69,8 @@ class ModelConfig:
             raise ValueError(f"rope scaling must be none/default (got rope_type={rope_type!r})")
         theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0))
         heads = int(raw["num_attention_heads"])
+        eos = raw.get("eos_token_id")
+        eos_ids = () if eos is None else (eos,) if isinstance(eos, int) else tuple(eos)
         return cls(
             vocab_size=int(raw["vocab_size"]),
             hidden_size=int(raw["hidden_size"]),
@@ -73,6 +83,7 @@ class ModelConfig:
             rms_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
             max_position_embeddings=int(raw.get("max_position_embeddings", 2048)),
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+            eos_token_ids=eos_ids,
         )
 
     def to_hf(self) -> dict[str, Any]:
@@ -97,7 +108,11 @@ class ModelConfig:
             "mlp_bias": False,
             "pretraining_tp": 1,
             "bos_token_id": None,
-            "eos_token_id": None,
+            "eos_token_id": None
+            if not self.eos_token_ids
+            else self.eos_token_ids[0]
+            if len(self.eos_token_ids) == 1
+            else list(self.eos_token_ids),
         }
 
     @classmethod

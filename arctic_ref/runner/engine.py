@@ -82,6 +82,7 @@ class RequestResult:
     num_draft_tokens: int
     num_accepted_tokens: int
     num_verify_steps: int = 0
+    finish_reason: str = "length"  # "stop": an EOS or stop token ended it (and is its last token)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,14 +154,15 @@ class RequestDriver:
 
     def add(self, prompt: Sequence[int], params: SamplingParams) -> int:
         """A request arriving now (it is scheduled from the next step on); returns its index."""
-        vocab = next(iter(self.runner.models.values())).config.vocab_size
+        vocab = self.runner.model_config.vocab_size
         bad = [t for t in prompt if not 0 <= t < vocab]
         if bad or not prompt:
             raise ValueError(f"prompt must be non-empty with ids in [0, {vocab}): {bad[:5]}")
         index = len(self.index)
         req_id = ReqId(f"req-{index}")
         self.index[req_id] = index
-        self.scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params))
+        self.scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params,
+                                        eos_token_ids=self.runner.model_config.eos_token_ids))  # fmt: skip
         return index
 
     @classmethod
@@ -172,7 +174,7 @@ class RequestDriver:
         params: Sequence[SamplingParams],
         records: list[SampleRecord] | None = None,
     ) -> "RequestDriver":
-        vocab = next(iter(runner.models.values())).config.vocab_size
+        vocab = runner.model_config.vocab_size
         bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < vocab]
         if bad:
             raise ValueError(f"prompt token ids outside [0, {vocab}): (prompt, id) {bad[:5]}")
@@ -181,7 +183,8 @@ class RequestDriver:
         scheduler = SimpleScheduler(scheduler_config)
         index = {ReqId(f"req-{i}"): i for i in range(len(prompts))}
         for req_id, i in index.items():
-            scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompts[i]), sampling=params[i]))
+            scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompts[i]), sampling=params[i],
+                                       eos_token_ids=runner.model_config.eos_token_ids))  # fmt: skip
         return cls(runner, scheduler, index, records)
 
     def step(self) -> bool:
@@ -191,20 +194,22 @@ class RequestDriver:
         sched = self.scheduler.schedule()
         if not sched.scheduled:
             raise RuntimeError("the scheduler made no progress")
-        known = {r.req_id: r.num_tokens for r in self.scheduler.running}
+        states = {r.req_id: r for r in self.scheduler.running}
+        known = {req_id: r.num_tokens for req_id, r in states.items()}
         out = self.runner.step(sched)
         self.last = out
-        if self.records is not None:
-            for i, (req_id, tokens) in enumerate(zip(out.req_ids, out.sampled_token_ids, strict=True)):
-                for k, _ in enumerate(tokens):  # token k came from the request's k-th logits row
-                    self.records.append(SampleRecord(prompt_index=self.index[req_id], num_tokens=known[req_id] + k,
-                                                     step=self.steps, mode=out.stats.mode,
-                                                     logits=out.sample_logits[out.logits_rows[i][k]].cpu()))  # fmt: skip
         self.scheduler.update(
             sched,
             dict(zip(out.req_ids, (list(t) for t in out.sampled_token_ids), strict=True)),
             dict(zip(out.req_ids, (list(t) for t in out.spec_token_ids), strict=True)),
         )
+        if self.records is not None:
+            for i, req_id in enumerate(out.req_ids):
+                kept = states[req_id].num_tokens - known[req_id]  # tokens past a stop were dropped
+                for k in range(kept):  # token k came from the request's k-th logits row
+                    self.records.append(SampleRecord(prompt_index=self.index[req_id], num_tokens=known[req_id] + k,
+                                                     step=self.steps, mode=out.stats.mode,
+                                                     logits=out.sample_logits[out.logits_rows[i][k]].cpu()))  # fmt: skip
         self.steps += 1
         return True
 
@@ -218,6 +223,7 @@ class RequestDriver:
                 num_draft_tokens=r.stats.num_draft_tokens,
                 num_accepted_tokens=r.stats.num_accepted_tokens,
                 num_verify_steps=r.stats.num_verify_steps,
+                finish_reason=r.finish_reason or "length",
             )
             for r in finished
         ]

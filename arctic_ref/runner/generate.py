@@ -46,6 +46,8 @@ class GenerateJob:
     temperature: float = 0.0
     sampling_seed: int = 0
     device: str = "cpu"
+    ignore_eos: bool = False
+    stop_token_ids: tuple[int, ...] = ()
     kernels: str = "reference"  # or "packed" (fused_forward, torch ops), "triton" (Triton ops; --device cuda)
     cuda_graphs: bool = False  # needs --device cuda
 
@@ -73,6 +75,9 @@ class GenerateJob:
         if self.cuda_graphs and self.device != "cuda":
             raise ValueError(f"--cuda-graphs needs --device cuda (got {self.device!r})")
         prompts = self.prompt_ids(config)
+        stops = [t for t in self.stop_token_ids if not 0 <= t < config.vocab_size]
+        if stops:
+            raise ValueError(f"--stop-token-ids {stops} must be in [0, {config.vocab_size})")
         bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < config.vocab_size]
         if bad or any(not p for p in prompts):
             raise ValueError(f"prompt token ids must be in [0, {config.vocab_size}) and prompts non-empty: {bad[:5]}")
@@ -136,6 +141,8 @@ def generate_on_rank(info: RankInfo, job: GenerateJob) -> list[RequestResult] | 
             temperature=job.temperature,
             seed=job.sampling_seed + r if job.temperature > 0 else None,
             max_tokens=job.max_tokens,
+            ignore_eos=job.ignore_eos,
+            stop_token_ids=job.stop_token_ids,
         )
         for r in range(len(prompts))
     ]

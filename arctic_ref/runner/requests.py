@@ -10,10 +10,14 @@ class SamplingParams:
     temperature: float = 0.0  # 0.0 = greedy
     seed: int | None = None
     max_tokens: int = 32
+    ignore_eos: bool = False  # vLLM's: the model's EOS ids do not stop the request
+    stop_token_ids: tuple[int, ...] = ()  # vLLM's: these stop it too (the stop token is kept)
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or self.max_tokens < 1:
             raise ValueError(f"temperature({self.temperature}) must be >= 0 and max_tokens({self.max_tokens}) >= 1")
+        if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in self.stop_token_ids):
+            raise ValueError(f"stop_token_ids {self.stop_token_ids} must be ints >= 0")
 
 
 @dataclass(slots=True)
@@ -35,6 +39,12 @@ class RequestState:
     num_computed_tokens: int = 0
     spec_token_ids: list[int] = field(default_factory=list)
     stats: RequestStats = field(default_factory=RequestStats)
+    eos_token_ids: tuple[int, ...] = ()  # the model's (vLLM's Request.eos_token_id)
+    finish_reason: str | None = None  # "stop" (EOS or a stop token) or "length", once finished
+
+    def stops_at(self, token: int) -> bool:
+        """vLLM's check_stop for a token just appended: EOS unless ignored, or a stop token."""
+        return (token in self.eos_token_ids and not self.sampling.ignore_eos) or token in self.sampling.stop_token_ids
 
     @property
     def num_tokens(self) -> int:

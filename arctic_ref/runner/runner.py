@@ -9,6 +9,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from arctic_ref.model.attention import AttentionMetadata
+from arctic_ref.model.config import ModelConfig
 from arctic_ref.model.kv_cache import BlockTables, KVCache
 from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.parallel.comm import RankGroups
@@ -111,6 +112,10 @@ class ReferenceRunner:
     forward_fn: ForwardFn = forward  # or fused_forward (EngineConfig.kernels = "triton")
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
+
+    @property
+    def model_config(self) -> ModelConfig:
+        return self.models[StepMode.BASE].config
 
     def step(self, sched: SchedulerOutput) -> RunnerOutput:
         for req_id in sched.finished_req_ids:

@@ -68,7 +68,8 @@ class SimpleScheduler:
         return SchedulerOutput(scheduled=tuple(out), finished_req_ids=finished)
 
     def update(self, sched: SchedulerOutput, valid: dict[ReqId, list[int]], drafts: dict[ReqId, list[int]]) -> None:
-        """Rule 4: rewind c past rejected drafts, append tokens up to the stop conditions, count."""
+        """Rule 4: rewind c past rejected drafts, append tokens up to the stop conditions (an EOS or
+        stop token, kept; max_tokens; max_model_len), count."""
         by_id = {r.req_id: r for r in self.running}
         for item in sched.scheduled:
             req = by_id[item.req_id]
@@ -81,10 +82,16 @@ class SimpleScheduler:
                 req.stats.num_accepted_tokens += len(tokens) - 1
                 req.stats.num_verify_steps += 1
             done = False
-            for token in tokens:
+            for token in tokens:  # one at a time; tokens past a stop are dropped (vLLM trims them)
                 req.output_token_ids.append(token)
-                if len(req.output_token_ids) >= req.sampling.max_tokens or req.num_tokens >= self.config.max_model_len:
-                    done = True
+                if req.stops_at(token):
+                    req.finish_reason = "stop"
+                elif (
+                    len(req.output_token_ids) >= req.sampling.max_tokens or req.num_tokens >= self.config.max_model_len
+                ):
+                    req.finish_reason = "length"
+                done = req.finish_reason is not None
+                if done:
                     break
             req.spec_token_ids = [] if done else list(drafts.get(item.req_id, []))
             if done:
