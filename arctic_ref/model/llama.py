@@ -146,11 +146,10 @@ def forward(model: LlamaShard, inputs: ForwardInputs, cache: KVCache, plan: Step
     ids, positions = inputs.input_ids[rows], inputs.positions[rows]
     x = embed(model, ids, plan.groups.tp)
     cos, sin = rope_tables(positions, model.config.head_dim, model.config.rope_theta, x.dtype)
-    static = isinstance(inputs.attention, BatchedAttention)
     allowed = (
         allowed_keys(inputs.positions, inputs.attention) if isinstance(inputs.attention, BatchedAttention) else None
     )
-    tables = StepTables(cos, sin, allowed if static else None)
+    tables = StepTables(cos, sin, allowed)
     for layer in range(model.config.num_hidden_layers):
         x = x + attention_block(model, layer, x, tables, inputs, cache, plan)
         x = x + mlp_block(model, layer, x, plan)

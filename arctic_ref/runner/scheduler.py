@@ -81,7 +81,6 @@ class SimpleScheduler:
                 req.stats.num_draft_tokens += n
                 req.stats.num_accepted_tokens += len(tokens) - 1
                 req.stats.num_verify_steps += 1
-            done = False
             for token in tokens:  # one at a time; tokens past a stop are dropped (vLLM trims them)
                 req.output_token_ids.append(token)
                 if req.stops_at(token):
@@ -90,9 +89,9 @@ class SimpleScheduler:
                     len(req.output_token_ids) >= req.sampling.max_tokens or req.num_tokens >= self.config.max_model_len
                 ):
                     req.finish_reason = "length"
-                done = req.finish_reason is not None
-                if done:
+                if req.finish_reason is not None:
                     break
+            done = req.finish_reason is not None
             req.spec_token_ids = [] if done else list(drafts.get(item.req_id, []))
             if done:
                 self.running.remove(req)
