@@ -153,16 +153,17 @@ class RequestDriver:
     last: RunnerOutput | None = None  # the latest step's output
 
     def add(self, prompt: Sequence[int], params: SamplingParams) -> int:
-        """A request arriving now (it is scheduled from the next step on); returns its index."""
-        vocab = self.runner.model_config.vocab_size
-        bad = [t for t in prompt if not 0 <= t < vocab]
-        if bad or not prompt:
-            raise ValueError(f"prompt must be non-empty with ids in [0, {vocab}): {bad[:5]}")
+        """A request arriving now (it is scheduled from the next step on); returns its index. Ids
+        outside the vocabulary → ValueError here; the scheduler rejects empty or too-long prompts."""
+        config = self.runner.model_config
         index = len(self.index)
+        bad = [(index, t) for t in prompt if not 0 <= t < config.vocab_size]
+        if bad:
+            raise ValueError(f"prompt token ids outside [0, {config.vocab_size}): (prompt, id) {bad[:5]}")
         req_id = ReqId(f"req-{index}")
-        self.index[req_id] = index
         self.scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params,
-                                        eos_token_ids=self.runner.model_config.eos_token_ids))  # fmt: skip
+                                        eos_token_ids=config.eos_token_ids))  # fmt: skip
+        self.index[req_id] = index
         return index
 
     @classmethod
@@ -174,18 +175,14 @@ class RequestDriver:
         params: Sequence[SamplingParams],
         records: list[SampleRecord] | None = None,
     ) -> "RequestDriver":
-        vocab = runner.model_config.vocab_size
-        bad = [(i, t) for i, p in enumerate(prompts) for t in p if not 0 <= t < vocab]
-        if bad:
-            raise ValueError(f"prompt token ids outside [0, {vocab}): (prompt, id) {bad[:5]}")
+        """A driver with ``prompts`` added as requests 0, 1, … (a bad prompt raises before any
+        step, and the half-built driver is dropped)."""
         if len(params) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(params)} sampling params")
-        scheduler = SimpleScheduler(scheduler_config)
-        index = {ReqId(f"req-{i}"): i for i in range(len(prompts))}
-        for req_id, i in index.items():
-            scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompts[i]), sampling=params[i],
-                                       eos_token_ids=runner.model_config.eos_token_ids))  # fmt: skip
-        return cls(runner, scheduler, index, records)
+        driver = cls(runner, SimpleScheduler(scheduler_config), {}, records)
+        for prompt, param in zip(prompts, params, strict=True):
+            driver.add(prompt, param)
+        return driver
 
     def step(self) -> bool:
         """One engine step; False once every request has finished."""

@@ -15,7 +15,7 @@ from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, RequestResult, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, OracleDrafter, SuffixDrafter, ngram_draft
-from arctic_ref.runner.engine import SampleRecord
+from arctic_ref.runner.engine import RequestDriver, SampleRecord
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
@@ -224,3 +224,19 @@ def test_trace_forcing_reproduces_the_trace_with_any_drafter(name: str) -> None:
     if name == "suffix":
         accepted = sum(r.num_accepted_tokens for r in results)
         assert accepted > 0 and sum(r.num_steps for r in results) < 3 * 40
+
+
+def test_bad_prompts_are_refused_before_any_state_changes() -> None:
+    """Out-of-vocabulary ids (named with their prompt index) and empty prompts raise ValueError; a
+    refused arrival leaves the driver as it was."""
+    config = tiny_config()
+    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1))
+    runner = build_runner(engine, random_weights(config, 0), GROUPS)
+    with pytest.raises(ValueError, match=r"outside \[0, 512\): \(prompt, id\) \[\(1, 512\)\]"):
+        RequestDriver.start(runner, engine.scheduler, [[1, 2], [3, 512]], [SamplingParams()] * 2)
+    driver = RequestDriver.start(runner, engine.scheduler, [[1, 2]], [SamplingParams()])
+    for bad in ([600], []):
+        with pytest.raises(ValueError, match=r"outside|non-empty"):
+            driver.add(bad, SamplingParams())
+    assert list(driver.index.values()) == [0] and len(driver.scheduler.waiting) == 1
+    assert driver.add([4, 5], SamplingParams()) == 1
