@@ -3,6 +3,7 @@
 prefills → append. Drafting and verification come with the runner issue."""
 
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import torch
 from jaxtyping import Float
@@ -63,14 +64,6 @@ class RunnerOutput:
     stats: StepStats
     sample_logits: Float[Tensor, "num_logits vocab"]  # rows at logits_indices (drafts' targets, then bonus)
     logits_rows: tuple[tuple[int, ...], ...]  # per request: its rows in sample_logits, in position order
-
-
-def _cumsum(values: list[int]) -> list[int]:
-    out, total = [], 0
-    for v in values:
-        total += v
-        out.append(total)
-    return out
 
 
 def _int64(values: list[int], device: torch.device) -> Tensor:
@@ -137,7 +130,7 @@ class ReferenceRunner:
             rows: tuple[tuple[int, ...], ...] = tuple((i,) for i in range(len(sched.scheduled)))
         else:
             valid = self.verify(sched, logits, inputs.spec, inputs.partial_prefill)
-            bounds = [0, *(int(c) + i + 1 for i, c in enumerate(_cumsum(inputs.spec.num_draft_tokens)))]
+            bounds = [0, *(int(c) + i + 1 for i, c in enumerate(accumulate(inputs.spec.num_draft_tokens)))]
             rows = tuple(tuple(range(bounds[i], bounds[i + 1])) for i in range(len(sched.scheduled)))
         self.append_sampled(sched, valid)
         num_drafts = [len(item.spec_token_ids) for item in sched.scheduled]
@@ -244,7 +237,7 @@ class ReferenceRunner:
         bonus_rows = rows[spec.bonus_logits_indices.long()[keep]]
         bonus = sample_tokens(bonus_rows, [r.sampling for r in reqs], [r.generator for r in reqs])
         counts = [spec.num_draft_tokens[i] for i in keep]
-        starts = [0, *_cumsum(spec.num_draft_tokens)]
+        starts = [0, *accumulate(spec.num_draft_tokens)]
         flat = [j for i in keep for j in range(starts[i], starts[i + 1])]
         temperatures = [r.sampling.temperature for r in reqs]
         meta = SamplingMetadata(
@@ -254,7 +247,7 @@ class ReferenceRunner:
         )  # fmt: skip
         out = rejection_sample(
             spec.draft_token_ids[flat].long(), counts, max(max(counts), 1),
-            torch.tensor(_cumsum(counts), dtype=torch.int64, device=self.device), None,
+            torch.tensor(list(accumulate(counts)), dtype=torch.int64, device=self.device), None,
             rows[spec.target_logits_indices.long()[flat]],
             torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1), meta,
         )  # fmt: skip
