@@ -12,8 +12,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from arctic_ref.model.config import DTYPES
 from arctic_ref.parallel.launch import RankFailed
-from arctic_ref.runner.generate import GenerateJob, format_results, generate, read_prompts
+from arctic_ref.runner.engine import KERNELS
+from arctic_ref.runner.generate import SPECS, GenerateJob, format_results, generate, read_prompts
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
@@ -207,11 +209,11 @@ def _parser() -> argparse.ArgumentParser:
     gen = commands.add_parser("generate", help="generate with a layout and drafter (spec runner.md §4)")
     gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")
     gen.add_argument("--seed", type=int, default=0, help="weights of tiny")
-    gen.add_argument("--dtype", choices=["float64", "float32", "bfloat16"], default="float64")
+    gen.add_argument("--dtype", choices=list(DTYPES), default="float64")
     gen.add_argument("--tp", type=int, default=1)
     gen.add_argument("--sp", type=int, default=1)
     gen.add_argument("--shift-threshold", type=int, default=None, help="enable shift parallelism (needs --sp > 1)")
-    gen.add_argument("--spec", choices=["none", "suffix", "ngram", "arctic"], default="none")
+    gen.add_argument("--spec", choices=SPECS, default="none")
     gen.add_argument("--num-spec-tokens", type=int, default=None)
     gen.add_argument("--prompts", type=Path, help='JSON lines, each {"prompt_token_ids": [...]}')
     gen.add_argument("--max-tokens", type=int, default=32)
@@ -226,9 +228,10 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     gen.add_argument(
         "--kernels",
-        choices=["reference", "triton"],
+        choices=KERNELS,
         default="reference",
-        help="triton: the fused forward (packed projections, Triton kernels; --device cuda)",
+        help="packed: the fused forward's structure with torch ops (any device); triton: with the Triton kernels"
+        " (--device cuda)",
     )
     gen.add_argument("--cuda-graphs", action="store_true", help="capture and replay CUDA graphs (--device cuda)")
     gen.add_argument("--json", action="store_true", help="one JSON object per request, prompt order")

@@ -193,3 +193,11 @@ def test_check_only_selects_batteries(capsys: pytest.CaptureFixture[str]) -> Non
     assert "layout: group tables" in out and "cudagraph:" in out and "suffix tree" not in out
     assert main(["check", "--only", "nope"]) == 2
     assert "unknown batteries ['nope']" in capsys.readouterr().err
+
+
+def test_generate_packed_kernels_give_the_reference_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--kernels packed`` (the fused forward's structure with torch ops) on the CPU: the same tokens."""
+    assert main(["generate", "--max-tokens", "6", "--json", "--spec", "suffix"]) == 0
+    reference = capsys.readouterr().out
+    assert main(["generate", "--max-tokens", "6", "--json", "--spec", "suffix", "--kernels", "packed"]) == 0
+    assert capsys.readouterr().out == reference

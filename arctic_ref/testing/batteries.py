@@ -229,14 +229,6 @@ def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
     ]
 
 
-BATTERY_IDS = (
-    "suffix-naive", "suffix-upstream", "suffix-replay-path", "suffix-replay-tree", "suffix-invariants",
-    "rejection-kit", "draft-selection", "layout", "heads", "cudagraph", "model-hf", "suffix-runner", "padding",
-    "speculator", "layouts",
-)  # fmt: skip
-"""The ids ``--only`` accepts: ``all_batteries()`` in order, then the multi-process group."""
-
-
 def run_batteries(progress: Progress, only: frozenset[str] | None = None) -> list[BatteryResult]:
     """The selected batteries (all by default); unknown ids → ValueError naming them."""
     unknown = sorted((only or frozenset()) - set(BATTERY_IDS))
@@ -600,3 +592,7 @@ def speculator_checks() -> BatteryResult:
                 problems.append(f"{rule.__name__}({tokens_list}, {lo}..{hi})")
     return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules", compared=compared,
                          outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]))  # fmt: skip
+
+
+BATTERY_IDS = (*(label for label, _ in all_batteries()), "layouts")
+"""The ids ``--only`` accepts: ``all_batteries()`` in order, then the multi-process group."""
