@@ -12,7 +12,7 @@ gate_up GEMM → SiLU·up → down GEMM → TP all-reduce. RoPE comes after the 
 and head, so it commutes with the exchange), with cos/sin of all N rows.
 
 This is an implementation checked against the reference, not a second reference: the GPU tests
-(``gpu_tests/test_fused_forward.py``) hold each kernel to the reference's roundings and the whole
+(``gpu_tests/test_fused_forward_gpu.py``) hold each kernel to the reference's roundings and the whole
 forward to ``forward`` in every dtype (float64 to the roundoff of transformers' float32 RMSNorm
 island, whose mean is summed in another order; bfloat16 to the scale of bfloat16 roundoff)."""
 

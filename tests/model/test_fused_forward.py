@@ -2,24 +2,24 @@
 projections share storage with the separate ones; a chunked-prefill step and a mixed verify step
 equal the reference ``forward`` in float64, hidden states and KV cache; generation keeps the
 reference's tokens; the Triton set is refused without CUDA. The Triton kernels themselves are
-checked against the same torch ops in ``gpu_tests/test_fused_forward.py``."""
+checked against the same torch ops in ``gpu_tests/test_fused_forward_gpu.py``."""
 
 from dataclasses import replace
 
 import pytest
 import torch
 
-from arctic_ref.model.attention import AttentionMetadata
 from arctic_ref.model.config import tiny_config
 from arctic_ref.model.fused import fused_forward, pack_projections
-from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
+from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layer_ops import TORCH_OPS, LayerOps
-from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
+from arctic_ref.model.llama import LlamaShard, forward
 from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.testing.steps import mixed_step
 
 SOLO = SoloComm(0)
 GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
@@ -47,25 +47,6 @@ def test_packed_projections_are_views_of_one_tensor() -> None:
     assert pack_projections(packed) is packed
 
 
-def _step(counts: list[int], history: dict[int, int], vocab: int, g: torch.Generator, pad: int) -> ForwardInputs:
-    """Rows for requests 0..2 (request i owns blocks 1 + 4i …), then ``pad`` pad rows."""
-    ids, positions, slots, starts, contexts = [], [], [], [0], []
-    for req, count in enumerate(counts):
-        begin, base = history[req], (1 + 4 * req) * BLOCK_SIZE
-        ids += torch.randint(0, vocab, (count,), generator=g).tolist()
-        positions += list(range(begin, begin + count))
-        slots += [base + p for p in range(begin, begin + count)]
-        starts.append(starts[-1] + count)
-        contexts.append(torch.arange(base, base + begin + count))
-        history[req] = begin + count
-    return ForwardInputs(
-        input_ids=torch.tensor(ids + [0] * pad), positions=torch.tensor(positions + [0] * pad),
-        slot_mapping=torch.tensor(slots + [-1] * pad),
-        attention=AttentionMetadata(query_start_loc=tuple(starts), seq_lens=tuple(history.values()),
-                                    context_slots=tuple(contexts)),
-    )  # fmt: skip
-
-
 def test_packed_forward_equals_the_reference_in_float64() -> None:
     model, packed = _models()
     config = model.config
@@ -73,7 +54,7 @@ def test_packed_forward_equals_the_reference_in_float64() -> None:
                                head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
     g, history = torch.Generator().manual_seed(5), {0: 0, 1: 0, 2: 0}
     for counts in ([20, 7, 13], [1, 4, 3], [1, 1, 1]):
-        inputs = _step(counts, history, config.vocab_size, g, pad=3)
+        inputs = mixed_step(counts, history, config.vocab_size, g, pad=3)
         plan = plan_step(inputs.input_ids.shape[0], policy=ShiftPolicy(ParallelLayout(1, 1, 1)),
                          graphs=GraphTables.eager(), groups=GROUPS)  # fmt: skip
         real = sum(counts)
@@ -88,7 +69,7 @@ def test_packed_forward_equals_the_reference_in_float64() -> None:
 
 def test_fused_forward_needs_packed_projections() -> None:
     model, _ = _models()
-    inputs = _step([1, 1, 1], {0: 0, 1: 0, 2: 0}, model.config.vocab_size, torch.Generator().manual_seed(0), pad=0)
+    inputs = mixed_step([1, 1, 1], {0: 0, 1: 0, 2: 0}, model.config.vocab_size, torch.Generator().manual_seed(0), pad=0)
     plan = plan_step(3, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
     cache = KVCache.allocate(layers=4, num_blocks=16, heads=2, head_dim=16, dtype=torch.float64, device=CPU)
     with pytest.raises(ValueError, match="pack_projections"):
@@ -171,7 +152,7 @@ def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
     config = model.config
     caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
                                head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
-    inputs = _step([9, 5, 3], {0: 0, 1: 0, 2: 0}, config.vocab_size, torch.Generator().manual_seed(3), pad=1)
+    inputs = mixed_step([9, 5, 3], {0: 0, 1: 0, 2: 0}, config.vocab_size, torch.Generator().manual_seed(3), pad=1)
     plan = plan_step(18, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
     want = forward(model, inputs, caches[0], plan)[:17]
     got = fused_forward(packed, inputs, caches[1], plan, broken)[:17]

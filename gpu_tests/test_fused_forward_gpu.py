@@ -22,6 +22,7 @@ from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.testing.steps import mixed_step
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 CUDA = torch.device("cuda")
@@ -163,28 +164,13 @@ def test_fused_forward_matches_forward(dtype: torch.dtype) -> None:
     g = torch.Generator().manual_seed(5)
     history = {0: 0, 1: 0, 2: 0}
     for counts in ([20, 7, 13], [1, 4, 3]):
-        ids, positions, slots, starts, contexts = [], [], [], [0], []
-        for req, count in enumerate(counts):
-            begin = history[req]
-            base = (1 + 4 * req) * BLOCK_SIZE
-            ids += torch.randint(0, config.vocab_size, (count,), generator=g).tolist()
-            positions += list(range(begin, begin + count))
-            slots += [base + p for p in range(begin, begin + count)]
-            starts.append(starts[-1] + count)
-            contexts.append(torch.arange(base, base + begin + count, device=CUDA))
-            history[req] = begin + count
         pad = 3
-        tensor = torch.tensor
-        inputs = ForwardInputs(
-            input_ids=tensor(ids + [0] * pad, device=CUDA), positions=tensor(positions + [0] * pad, device=CUDA),
-            slot_mapping=tensor(slots + [-1] * pad, device=CUDA),
-            attention=AttentionMetadata(query_start_loc=tuple(starts), seq_lens=tuple(history.values()),
-                                        context_slots=tuple(contexts)),
-        )  # fmt: skip
-        plan = plan_step(len(ids) + pad, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(),
+        inputs = mixed_step(counts, history, config.vocab_size, g, pad, CUDA)
+        real = sum(counts)
+        plan = plan_step(real + pad, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(),
                          groups=GROUPS)  # fmt: skip
-        want = forward(model, inputs, caches[0], plan)[: len(ids)]
-        got = fused_forward(packed, inputs, caches[1], plan, TRITON_OPS)[: len(ids)]
+        want = forward(model, inputs, caches[0], plan)[:real]
+        got = fused_forward(packed, inputs, caches[1], plan, TRITON_OPS)[:real]
         delta = float((got.double() - want.double()).abs().max())
         # float64 models keep transformers' float32 RMSNorm island: a last-bit change of the
         # float32 mean (summation order) moves float64 hidden states by ~1e-7 (measured 5.3e-7).
