@@ -202,8 +202,9 @@ def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorldOutcome:
-    """Everything one spawn of a world size produced (rank 0's view; exchange checks of every rank
-    are all-reduced into rank 0's figures by taking the worst)."""
+    """Everything one spawn of a world size produced, as rank 0 saw it: its layout outcomes and its
+    check figures (the other ranks run the same checks; their own failures surface as a failed
+    rank through ``spawn_ranks``)."""
 
     layouts: list[LayoutOutcome]
     checks: dict[str, float]
