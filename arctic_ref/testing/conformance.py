@@ -203,8 +203,8 @@ def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorldOutcome:
     """Everything one spawn of a world size produced, as rank 0 saw it: its layout outcomes and its
-    check figures (the other ranks run the same checks; their own failures surface as a failed
-    rank through ``spawn_ranks``)."""
+    check figures. The other ranks' figures are not returned (a rank that raises fails the spawn);
+    ``conformance/`` asserts the checks on every rank."""
 
     layouts: list[LayoutOutcome]
     checks: dict[str, float]
