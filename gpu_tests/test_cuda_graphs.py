@@ -88,7 +88,7 @@ def test_every_captured_size_replays_like_eager() -> None:
 
 def _generate(graphs: bool) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
     engine = _engine(graphs)
-    runner = build_runner(engine, random_weights(engine.model, 0), GROUPS, SuffixDrafter(512))
+    runner = build_runner(engine, random_weights(engine.model, 0), GROUPS, SuffixDrafter.build(512))
     records: list[SampleRecord] = []
     prompts = builtin_prompts(512)
     results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=24)] * 4, records=records)

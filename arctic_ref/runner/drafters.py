@@ -1,20 +1,30 @@
-"""Drafters the runner can use (runner.md §2): none, suffix decoding, n-gram (vLLM 0.9.x), and two
-test drafters for ``check`` — an oracle that knows the baseline's tokens and junk. Every drafter
-sees the same rows on every rank and makes no collective call."""
+"""Drafters the runner can use (runner.md §2): none, suffix decoding, the Arctic speculator alone or
+beside suffix decoding (adapters over ``arctic_ref.spec.drafts``, which holds every selection rule),
+n-gram (vLLM 0.9.x), and two test drafters for ``check`` — an oracle that knows the baseline's tokens
+and junk. Every drafter sees the same rows on every rank and makes no collective call."""
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
 
-import numpy as np
 import torch
+from jaxtyping import Float
 from torch import Tensor
 
 from arctic_ref.runner.speculator import ArcticSpeculator, select_hidden_rows
-from arctic_ref.spec.drafts import DraftRow, update_suffix_cache
+from arctic_ref.spec.drafts import (
+    INTENDED_RULES,
+    DraftConfig,
+    DraftRow,
+    DraftRules,
+    DraftStats,
+    batch_gate_fires,
+    propose_draft_token_ids,
+    suffix_config,
+)
 from arctic_ref.spec.profile import MAX_SPEC_LEN
-from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
+from arctic_ref.suffix.cache import SuffixDecodingCache
 
 
 @runtime_checkable
@@ -40,63 +50,31 @@ class NoDrafter:
         return [[] for _ in rows]
 
 
-def _gated(rows: Sequence[DraftRow], limit: int | None) -> bool:
-    """``disable_by_batch_size``: more rows than the limit → no drafts this step."""
-    return limit is not None and len(rows) > limit
-
-
-def suffix_pattern(row: DraftRow, depth: int) -> list[int]:
-    """The last min(N, D) tokens of prompt + output, each once (runner.md §2.2 item 2)."""
-    n = row.num_tokens
-    return list(row.token_ids[n - min(n, depth) :])
-
-
-PatternRule = Callable[[DraftRow, int], list[int]]
-
-
 @dataclass(slots=True)
 class SuffixDrafter:
-    """runner.md §2.1–2.2: maintain the cache every step, then one path draft per sampled row with
-    pattern = the last min(N, D) tokens (each once: the seed's doubled samples, #132, are not
-    reproduced) and max_spec = min(num_spec_tokens, 32, D, M − N − 1)."""
+    """Suffix decoding in the runner (runner.md §2.1–2.2, §2.5 item 2): an adapter that owns the
+    suffix cache (D = ``config.suffix_cache_max_depth``, 100,000 cached requests) and calls
+    ``propose_draft_token_ids``, which holds every rule. ``rules`` injects a bug replay."""
 
-    max_model_len: int
-    num_spec_tokens: int = 32
-    max_depth: int = 64
-    max_spec_factor: float = 1.0
-    max_spec_offset: float = 0.0
-    min_token_prob: float = 0.1
-    disable_by_batch_size: int | None = 64
-    pattern: PatternRule = suffix_pattern
-    """Injectable for the bug replay of #132 (``arctic_ref.testing.runner_bugs``)."""
+    config: DraftConfig
+    rules: DraftRules = INTENDED_RULES
+    stats: DraftStats = field(default_factory=DraftStats)
     cache: SuffixDecodingCache = field(init=False)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.num_spec_tokens <= MAX_SPEC_LEN:
-            raise ValueError(f"num_spec_tokens({self.num_spec_tokens}) must be in [1, {MAX_SPEC_LEN}]")
-        self.cache = SuffixDecodingCache(self.max_depth, 100_000)
+        if self.config.method != "suffix":
+            raise ValueError(f"SuffixDrafter needs method 'suffix', got {self.config.method!r}")
+        self.cache = SuffixDecodingCache(self.config.suffix_cache_max_depth, 100_000)
+
+    @classmethod
+    def build(cls, max_model_len: int, num_spec_tokens: int = MAX_SPEC_LEN, rules: DraftRules = INTENDED_RULES) -> Self:
+        """The runner's defaults (runner.md §2.2): ``suffix_config(max_model_len, max_spec_tokens=...)``."""
+        return cls(suffix_config(max_model_len, max_spec_tokens=num_spec_tokens), rules)
 
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
-        update_suffix_cache(self.cache, rows)  # stage 8 runs whatever the batch size
-        if _gated(rows, self.disable_by_batch_size):
-            return [[] for _ in rows]
-        return [self._row(row) for row in rows]
-
-    def _row(self, row: DraftRow) -> list[int]:
-        draft = self.speculate(row)
-        return [] if draft is None else list(draft.token_ids)
-
-    def speculate(self, row: DraftRow) -> SuffixDecodingDraft | None:
-        """The row's suffix draft with its score, or None where it gets no call."""
-        n = row.num_tokens
-        if not row.sampled or n >= self.max_model_len:
-            return None
-        budget = min(self.num_spec_tokens, MAX_SPEC_LEN, self.max_depth, self.max_model_len - n - 1)
-        if budget <= 0:
-            return None
-        pattern = np.asarray(self.pattern(row, self.max_depth), dtype=np.int32)
-        return self.cache.speculate(row.req_id, pattern, budget, self.max_spec_factor, self.max_spec_offset,
-                                    self.min_token_prob, use_tree_spec=False)  # fmt: skip
+        return propose_draft_token_ids(
+            rows, self.config, suffix_cache=self.cache, arctic_drafter=None, rules=self.rules, stats=self.stats
+        )
 
 
 def ngram_draft(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:
@@ -151,7 +129,7 @@ class NgramDrafter:
             )
 
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
-        if _gated(rows, self.disable_by_batch_size):
+        if batch_gate_fires(len(rows), self.disable_by_batch_size):
             return [[] for _ in rows]
         return [
             ngram_draft(
@@ -215,87 +193,53 @@ class JunkDrafter:
         ]
 
 
-def per_row_lengths(rows: Sequence[DraftRow], k: int, max_model_len: int) -> list[int]:
-    """Each row's chain cut to max(0, M − N − 1)."""
-    return [max(0, min(k, max_model_len - row.num_tokens - 1)) for row in rows]
-
-
-LengthRule = Callable[[Sequence[DraftRow], int, int], list[int]]
-
-
-def per_row_choice(
-    suffix: Sequence[SuffixDecodingDraft | None], model: Sequence[list[int]], threshold: float
-) -> list[list[int]]:
-    """Row i: its suffix draft iff non-empty with score ≥ threshold, else its Arctic draft."""
-    return [
-        list(d.token_ids) if d is not None and d.token_ids and d.score >= threshold else mine
-        for d, mine in zip(suffix, model, strict=True)
-    ]
-
-
-ChoiceRule = Callable[[Sequence[SuffixDecodingDraft | None], Sequence[list[int]], float], list[list[int]]]
-
-
 @dataclass(frozen=True, slots=True)
-class ArcticDrafter:
-    """runner.md §2.4: k = min(num_spec_tokens, n_predict) for the batch; each row's chain starts
-    from the hidden row that produced its last emitted token and that token, and is cut to
-    max(0, M − N − 1) per row (the seed used one batch-wide minimum). Rows without a sample
-    (partial prefills) get no draft (the seed drafted them and threw the drafts away)."""
+class HiddenRowProposer:
+    """The speculator forward over one step's hidden rows (runner.md §2.4): an ``ArcticProposer``
+    for ``propose_draft_token_ids``. Row r's chain starts from ``sample_hidden[picks[req_id]]`` (the
+    row that produced its last emitted token) and that token; at most ``n_predict`` tokens."""
 
     speculator: ArcticSpeculator
-    max_model_len: int
-    num_spec_tokens: int = 3
-    disable_by_batch_size: int | None = 64
-    lengths: LengthRule = per_row_lengths
-    """Injectable for the bug replay of the seed's batch-wide cut (``arctic_ref.testing.runner_bugs``)."""
+    sample_hidden: Float[Tensor, "num_logits hidden"]
+    picks: dict[Hashable, int]
 
-    def propose_with_hidden(
-        self, rows: Sequence[DraftRow], sample_hidden: Tensor, num_drafts: Sequence[int]
-    ) -> list[list[int]]:
-        out: list[list[int]] = [[] for _ in rows]
-        if _gated(rows, self.disable_by_batch_size):
-            return out
-        k = min(self.num_spec_tokens, self.speculator.config.n_predict)
-        picks = select_hidden_rows(sample_hidden, num_drafts, [row.sampled for row in rows])
-        sampled = [i for i, row in enumerate(rows) if row.sampled]
-        lengths = self.lengths([rows[i] for i in sampled], k, self.max_model_len)
-        live = [(i, n) for i, n in zip(sampled, lengths, strict=True) if n > 0]
-        if not live or k == 0:
-            return out
-        hidden = sample_hidden[[picks[i] for i, _ in live]].to(next(iter(self.speculator.weights.values())).dtype)
-        tokens = torch.tensor([rows[i].sampled[-1] for i, _ in live], dtype=torch.int64, device=sample_hidden.device)
-        chains = self.speculator.propose(hidden, tokens, k).tolist()
-        for (i, n), chain in zip(live, chains, strict=True):
-            out[i] = chain[:n]
-        return out
+    def propose(self, rows: Sequence[DraftRow], num_predict: int) -> list[list[int]]:
+        k = min(num_predict, self.speculator.config.n_predict)
+        if k <= 0 or not rows:
+            return [[] for _ in rows]
+        dtype = next(iter(self.speculator.weights.values())).dtype
+        hidden = self.sample_hidden[[self.picks[row.req_id] for row in rows]].to(dtype)
+        device = self.sample_hidden.device
+        tokens = torch.tensor([row.sampled[-1] for row in rows], dtype=torch.int64, device=device)
+        chains: list[list[int]] = self.speculator.propose(hidden, tokens, k).tolist()
+        return chains
 
 
 @dataclass(slots=True)
-class HybridDrafter:
-    """runner.md §2.5 item 4: row i takes its suffix draft iff its score ≥ num_spec_tokens and it is
-    non-empty, else its Arctic draft — per row only (the seed blanked every Arctic draft of the
-    step when one row was empty). The suffix cache is maintained every step."""
+class SpeculatorDrafter:
+    """The Arctic speculator in the runner, alone (``config.method`` "arctic") or beside suffix
+    decoding (``config.enable_suffix_decoding``: the hybrid of runner.md §2.5 item 4). An adapter:
+    it owns the speculator, the hidden-row selection and (hybrid) the suffix cache, and calls
+    ``propose_draft_token_ids`` for every rule. ``rules`` injects a bug replay."""
 
-    suffix: SuffixDrafter
-    arctic: ArcticDrafter
-    choose: ChoiceRule = per_row_choice
-    """Injectable for the bug replay of the seed's step-wide blanking (``arctic_ref.testing.runner_bugs``)."""
-    suffix_rows: int = 0
-    arctic_rows: int = 0
+    config: DraftConfig
+    speculator: ArcticSpeculator
+    rules: DraftRules = INTENDED_RULES
+    stats: DraftStats = field(default_factory=DraftStats)
+    cache: SuffixDecodingCache | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.config.uses_arctic:
+            raise ValueError(f"SpeculatorDrafter needs an Arctic method, got {self.config.method!r}")
+        self.cache = SuffixDecodingCache(self.config.suffix_cache_max_depth, 100_000) if self.config.uses_suffix else None
 
     def propose_with_hidden(
         self, rows: Sequence[DraftRow], sample_hidden: Tensor, num_drafts: Sequence[int]
     ) -> list[list[int]]:
-        update_suffix_cache(self.suffix.cache, rows)
-        if _gated(rows, self.suffix.disable_by_batch_size):
-            return [[] for _ in rows]
-        threshold = self.arctic.num_spec_tokens
-        suffix = [self.suffix.speculate(row) for row in rows]
-        model = self.arctic.propose_with_hidden(rows, sample_hidden, num_drafts)
-        out = self.choose(suffix, model, threshold)
-        for draft, chosen in zip(suffix, out, strict=True):
-            took_suffix = draft is not None and bool(chosen) and list(draft.token_ids) == chosen
-            self.suffix_rows += int(took_suffix)
-            self.arctic_rows += int(bool(chosen) and not took_suffix)
-        return out
+        picks = select_hidden_rows(sample_hidden, num_drafts, [row.sampled for row in rows])
+        proposer = HiddenRowProposer(
+            self.speculator, sample_hidden, {row.req_id: pick for row, pick in zip(rows, picks, strict=True)}
+        )
+        return propose_draft_token_ids(
+            rows, self.config, suffix_cache=self.cache, arctic_drafter=proposer, rules=self.rules, stats=self.stats
+        )

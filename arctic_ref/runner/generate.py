@@ -14,11 +14,11 @@ from arctic_ref.parallel.comm import build_groups
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.runner.drafters import (
-    ArcticDrafter,
     Drafter,
     HiddenStateDrafter,
     NgramDrafter,
     NoDrafter,
+    SpeculatorDrafter,
     SuffixDrafter,
 )
 from arctic_ref.runner.engine import EngineConfig, RequestResult, build_runner, run_requests
@@ -26,6 +26,7 @@ from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import speculator_for
+from arctic_ref.spec.drafts import arctic_config
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 
 SPECS = ("none", "suffix", "ngram", "arctic")
@@ -98,9 +99,9 @@ class GenerateJob:
             speculator = speculator_for(
                 model.hidden_size, model.vocab_size, "mlp", self.seed + 1, DTYPES[self.dtype], device
             )
-            return ArcticDrafter(speculator, max_model_len, num_spec_tokens=self.num_spec_tokens or 3)
+            return SpeculatorDrafter(arctic_config(max_model_len, num_speculative_tokens=self.num_spec_tokens or 3), speculator)
         if self.spec == "suffix":
-            return SuffixDrafter(max_model_len, num_spec_tokens=self.num_spec_tokens or 32)
+            return SuffixDrafter.build(max_model_len, self.num_spec_tokens or MAX_SPEC_LEN)
         if self.spec == "ngram":
             return NgramDrafter(max_model_len, num_spec_tokens=self.num_spec_tokens or 3)
         return NoDrafter()

@@ -1,9 +1,13 @@
 """Draft selection between suffix decoding and the Arctic (MLP/LSTM) speculator, as the seed's
-``propose_draft_token_ids`` intends it (spec verification.md §4, rules U1–U2 and D1–D8).
+``propose_draft_token_ids`` intends it (verification.md §4, rules U1–U2 and D1–D8; runner.md §2.1,
+§2.2 and §2.5).
 
-The rule is a pipeline of small stages held in a frozen ``DraftRules`` value; ``propose_draft_token_ids``
-runs the intended stages. The test suite's bug replays (``arctic_ref.testing.bug_replays``) swap one
-stage for the seed's buggy version — an injected value, never a patch.
+This module is the only implementation of draft selection. The runner's drafters
+(``arctic_ref.runner.drafters``) are thin adapters around ``propose_draft_token_ids``: they own a
+suffix cache or a speculator forward, nothing else. The rule is a pipeline of small stages held in a
+frozen ``DraftRules`` value; the bug replays (``arctic_ref.testing.drafts.replays``) swap one stage
+for the seed's buggy version — an injected value, never a patch — and the same value is injected
+into a running ``ReferenceRunner`` through its drafter.
 """
 
 from collections.abc import Callable, Hashable, Sequence
@@ -50,6 +54,10 @@ class DraftConfig:
     suffix_max_spec_factor: float = 1.0
     suffix_max_spec_offset: float = 0.0
     suffix_min_token_prob: float = 0.1
+    suffix_max_spec_tokens: int = MAX_SPEC_LEN
+    """runner.md §2.2 item 3 caps a suffix draft at ``suffix_max_spec_tokens`` (default 32, the
+    runner's ``--num-spec-tokens`` for suffix decoding); verification.md §4 D3 has no such cap. The
+    default, MAX_SPEC_LEN, makes the two documents agree, so D3 is this rule at its default."""
 
     def __post_init__(self) -> None:
         if self.method not in ("suffix", "arctic", "mlp_speculator"):
@@ -59,6 +67,8 @@ class DraftConfig:
                 f"num_speculative_tokens({self.num_speculative_tokens}) >= 0, max_model_len({self.max_model_len}) >= 1 "
                 f"and suffix_cache_max_depth({self.suffix_cache_max_depth}) >= 1 are required"
             )
+        if not 1 <= self.suffix_max_spec_tokens <= MAX_SPEC_LEN:
+            raise ValueError(f"suffix_max_spec_tokens({self.suffix_max_spec_tokens}) must be in [1, {MAX_SPEC_LEN}]")
 
     @property
     def uses_suffix(self) -> bool:
@@ -70,9 +80,10 @@ class DraftConfig:
 
 
 @runtime_checkable
-class ArcticDrafter(Protocol):
-    """The model-based drafter: row-independent and prefix-consistent (its first m tokens do not
-    depend on ``num_predict`` ≥ m)."""
+class ArcticProposer(Protocol):
+    """The model-based proposer: row-independent and prefix-consistent (its first m tokens do not
+    depend on ``num_predict`` ≥ m). It may return fewer than ``num_predict`` tokens (a speculator
+    with ``n_predict`` heads returns at most that many: runner.md §2.4 "Length")."""
 
     def propose(self, rows: Sequence[DraftRow], num_predict: int) -> list[list[int]]: ...
 
@@ -88,12 +99,16 @@ class SuffixQuery:
 
 def suffix_query(row: DraftRow, config: DraftConfig) -> SuffixQuery | None:
     """D3/D4: pattern = the true sequence's last min(N, D) tokens then ``spec_ids``, cut to the last D;
-    budget min(MAX_SPEC_LEN − s, D, M − N − 1); offset o − s·(f + 1). None when N ≥ M."""
+    budget min(suffix_max_spec_tokens, MAX_SPEC_LEN − s, D, M − N − 1); offset o − s·(f + 1). None
+    (no ``speculate`` call) when N ≥ M or the budget is ≤ 0 (runner.md §2.2 items 1 and 3; a call
+    with budget 0 would return an empty draft of score 0, so the drafts are the same either way)."""
     n, depth, s = row.num_tokens, config.suffix_cache_max_depth, len(row.spec_ids)
     if n >= config.max_model_len:
         return None
     pattern = (list(row.token_ids[max(0, n - depth) :]) + list(row.spec_ids))[-depth:]
-    budget = min(MAX_SPEC_LEN - s, depth, config.max_model_len - n - 1)
+    budget = min(config.suffix_max_spec_tokens, MAX_SPEC_LEN - s, depth, config.max_model_len - n - 1)
+    if budget <= 0:
+        return None
     offset = config.suffix_max_spec_offset - s * (config.suffix_max_spec_factor + 1)
     return SuffixQuery(pattern=pattern, max_spec_tokens=budget, max_spec_offset=offset)
 
@@ -114,7 +129,7 @@ def arctic_budgets(rows: Sequence[DraftRow], config: DraftConfig, chosen: Sequen
     ]
 
 
-def arctic_drafts(drafter: ArcticDrafter, rows: Sequence[DraftRow], budgets: Sequence[int]) -> list[list[int]]:
+def arctic_drafts(drafter: ArcticProposer, rows: Sequence[DraftRow], budgets: Sequence[int]) -> list[list[int]]:
     """One drafter call with num_predict = max kᵢ over participating rows; row i keeps its first kᵢ."""
     participating = [i for i, k in enumerate(budgets) if k > 0]
     out: list[list[int]] = [[] for _ in rows]
@@ -133,7 +148,7 @@ class DraftRules:
     suffix_query: Callable[[DraftRow, DraftConfig], SuffixQuery | None] = suffix_query
     min_score: Callable[[DraftConfig], float] = min_score
     arctic_budgets: Callable[[Sequence[DraftRow], DraftConfig, Sequence[bool]], list[int]] = arctic_budgets
-    arctic_drafts: Callable[[ArcticDrafter, Sequence[DraftRow], Sequence[int]], list[list[int]]] = arctic_drafts
+    arctic_drafts: Callable[[ArcticProposer, Sequence[DraftRow], Sequence[int]], list[list[int]]] = arctic_drafts
 
 
 INTENDED_RULES = DraftRules()
@@ -155,13 +170,29 @@ def update_suffix_cache(cache: SuffixDecodingCache, rows: Sequence[DraftRow]) ->
         cache.stop_request(req_id)
 
 
+def batch_gate_fires(num_rows: int, disable_by_batch_size: int | None) -> bool:
+    """D1: the gate is on iff ``disable_by_batch_size`` is truthy (None and 0 mean off, as in the
+    seed), and it fires when the step has more rows than that (prefills included)."""
+    return bool(disable_by_batch_size) and num_rows > (disable_by_batch_size or 0)
+
+
 @dataclass(slots=True, kw_only=True)
 class DraftStats:
-    """Which method each row used this step."""
+    """What selection did, accumulated over steps (owned by a drafter, read by tests and ``check``).
+    A row counts once per step, by the draft it ends with."""
 
+    steps: int = 0
+    gated_steps: int = 0
+    """Steps where D1's gate emptied every row."""
     suffix_rows: int = 0
+    """Rows whose draft is their (non-empty) suffix draft."""
     arctic_rows: int = 0
+    """Rows whose draft is their (non-empty) Arctic draft."""
+    empty_rows: int = 0
+    """Rows with a sample this step that got no draft."""
+    draft_tokens: int = 0
     suffix_scores: list[float] = field(default_factory=list)
+    """The score of every suffix draft computed (chosen or not)."""
 
 
 def propose_draft_token_ids(
@@ -169,22 +200,24 @@ def propose_draft_token_ids(
     config: DraftConfig,
     *,
     suffix_cache: SuffixDecodingCache | None,
-    arctic_drafter: ArcticDrafter | None,
+    arctic_drafter: ArcticProposer | None,
     rules: DraftRules = INTENDED_RULES,
     stats: DraftStats | None = None,
 ) -> list[list[int]]:
     """Update the suffix cache (every step, also when the gate fires), then choose per row."""
-    if config.uses_suffix:
-        if suffix_cache is None:
-            raise ValueError(f"method {config.method!r} with suffix decoding needs a suffix_cache")
-        update_suffix_cache(suffix_cache, rows)
+    if config.uses_suffix and suffix_cache is None:
+        raise ValueError(f"method {config.method!r} with suffix decoding needs a suffix_cache")
     if config.uses_arctic and arctic_drafter is None:
         raise ValueError(f"method {config.method!r} needs an arctic_drafter")
-    if config.disable_by_batch_size and len(rows) > config.disable_by_batch_size:
+    if suffix_cache is not None and config.uses_suffix:
+        update_suffix_cache(suffix_cache, rows)
+    if batch_gate_fires(len(rows), config.disable_by_batch_size):
+        if stats is not None:
+            stats.steps += 1
+            stats.gated_steps += 1
         return [[] for _ in rows]  # D1
     suffix: list[SuffixDecodingDraft | None] = [None] * len(rows)
-    if config.uses_suffix:
-        assert suffix_cache is not None
+    if suffix_cache is not None and config.uses_suffix:
         for i, row in enumerate(rows):
             query = rules.suffix_query(row, config) if row.sampled else None  # D2
             if query is not None:
@@ -197,14 +230,46 @@ def propose_draft_token_ids(
     if config.method == "suffix":
         chosen = [bool(row.sampled) for row in rows]
     out = [list(d.token_ids) if d is not None and took else [] for d, took in zip(suffix, chosen, strict=True)]
-    if config.uses_arctic:
-        assert arctic_drafter is not None
+    from_suffix = [bool(tokens) for tokens in out]
+    if arctic_drafter is not None and config.uses_arctic:
         model = rules.arctic_drafts(arctic_drafter, rows, rules.arctic_budgets(rows, config, chosen))
         out = [mine if mine else theirs for mine, theirs in zip(out, model, strict=True)]  # D7
     if stats is not None:
-        stats.suffix_rows += sum(1 for d, took in zip(suffix, chosen, strict=True) if took and d is not None)
-        stats.arctic_rows += sum(
-            1 for d, took, row in zip(suffix, chosen, rows, strict=True) if not took and row.sampled
-        )
-        stats.suffix_scores.extend(d.score for d in suffix if d is not None)
+        _count(stats, rows, suffix, from_suffix, out)
     return out
+
+
+def _count(
+    stats: DraftStats,
+    rows: Sequence[DraftRow],
+    suffix: Sequence[SuffixDecodingDraft | None],
+    from_suffix: Sequence[bool],
+    out: Sequence[list[int]],
+) -> None:
+    stats.steps += 1
+    stats.suffix_rows += sum(from_suffix)
+    stats.arctic_rows += sum(1 for took, tokens in zip(from_suffix, out, strict=True) if tokens and not took)
+    stats.empty_rows += sum(1 for row, tokens in zip(rows, out, strict=True) if row.sampled and not tokens)
+    stats.draft_tokens += sum(len(tokens) for tokens in out)
+    stats.suffix_scores.extend(d.score for d in suffix if d is not None)
+
+
+def suffix_config(
+    max_model_len: int, *, max_spec_tokens: int = MAX_SPEC_LEN, disable_by_batch_size: int | None = 64
+) -> DraftConfig:
+    """The runner's suffix decoding (runner.md §2.2): D = 64, k = D (the seed's rule for "suffix")."""
+    return DraftConfig(
+        method="suffix", num_speculative_tokens=64, max_model_len=max_model_len,
+        suffix_max_spec_tokens=max_spec_tokens, disable_by_batch_size=disable_by_batch_size,
+    )  # fmt: skip
+
+
+def arctic_config(
+    max_model_len: int, *, num_speculative_tokens: int = 3, hybrid: bool = False, disable_by_batch_size: int | None = 64
+) -> DraftConfig:
+    """The runner's Arctic speculator (runner.md §2.4), with suffix decoding beside it when ``hybrid``
+    (runner.md §2.5 item 4: a row takes its suffix draft iff its score ≥ k)."""
+    return DraftConfig(
+        method="arctic", num_speculative_tokens=num_speculative_tokens, max_model_len=max_model_len,
+        enable_suffix_decoding=hybrid, disable_by_batch_size=disable_by_batch_size,
+    )  # fmt: skip

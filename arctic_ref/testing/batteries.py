@@ -17,7 +17,7 @@ from arctic_ref.parallel.heads import base_kv_heads, kv_head_of_query, query_hea
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, plan_step
-from arctic_ref.runner.drafters import SuffixDrafter, ngram_draft, ngram_draft_longest, per_row_choice, per_row_lengths
+from arctic_ref.runner.drafters import SpeculatorDrafter, SuffixDrafter, ngram_draft, ngram_draft_longest
 from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
@@ -27,14 +27,14 @@ from arctic_ref.runner.speculator import (
     SpeculatorConfig,
     propose_literal,
     select_hidden_rows,
+    speculator_for,
     speculator_weights,
 )
-from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.spec.drafts import INTENDED_RULES, DraftRow, arctic_config
 from arctic_ref.spec.rejection import rejection_sample
-from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
+from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.bug_replays import BUG_REPLAYS, check_draft_selection
 from arctic_ref.testing.conformance import (
     LAYOUTS,
     LayoutCase,
@@ -44,11 +44,13 @@ from arctic_ref.testing.conformance import (
     run_world,
 )
 from arctic_ref.testing.differential import run_differential
+from arctic_ref.testing.drafts.in_runner import check_replays_in_runner
+from arctic_ref.testing.drafts.replays import BUG_REPLAYS, replay_by_id
+from arctic_ref.testing.drafts.selection import check_draft_selection
 from arctic_ref.testing.hf import TRANSFORMERS_AVAILABLE, compare_with_transformers
 from arctic_ref.testing.oracles import brute_force_ngram
 from arctic_ref.testing.rejection_kit import check_rejection_sampler
 from arctic_ref.testing.rejection_report import Status
-from arctic_ref.testing.runner_bugs import batch_min_lengths, doubled_samples_pattern, step_wide_blanking
 from arctic_ref.testing.stateful import reference_trees
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 
@@ -208,6 +210,24 @@ def draft_selection() -> BatteryResult:
     )
 
 
+def draft_replays_in_runner() -> BatteryResult:
+    """Each replay's ``DraftRules`` injected into a running ``ReferenceRunner`` (suffix and hybrid
+    drafters): its drafts differ from the intended run's at some step (B4-literal: never), and greedy
+    output stays lossless."""
+    results = check_replays_in_runner(BUG_REPLAYS)
+    problems = [f"{r.replay_id} under {r.drafter} not lossless" for r in results if not r.lossless]
+    problems += [f"{r.replay_id} changed drafts ({r.first_difference})" for r in results if not r.must_fail and r.differs]
+    caught = {r.replay_id for r in results if r.must_fail and r.differs}
+    problems += [f"{r.id} not caught in the runner" for r in BUG_REPLAYS if r.must_fail and r.id not in caught]
+    first = {r.replay_id: r.first_difference.split(":")[0] for r in results if r.differs and r.drafter == "hybrid"}
+    return BatteryResult(
+        name="draft replays in the runner (suffix, hybrid): caught, lossless", compared=len(results),
+        outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
+        figures={"caught": f"{len(caught)}/{sum(r.must_fail for r in BUG_REPLAYS)}",
+                 **{f"{rid} at": where for rid, where in first.items()}},
+    )  # fmt: skip
+
+
 def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
     """Every single-process battery of ``arctic-ref check``, by id, in the order it runs them; the
     multi-process ``layouts`` group (layouts, collectives, exchanges, spec-lossless) runs last."""
@@ -219,6 +239,7 @@ def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
         ("suffix-invariants", suffix_integrity),
         ("rejection-kit", rejection_kit),
         ("draft-selection", draft_selection),
+        ("draft-runner", draft_replays_in_runner),
         ("layout", layout_tables),
         ("heads", kv_heads_theorem),
         ("cudagraph", cudagraph_tables),
@@ -504,7 +525,7 @@ def suffix_runner_rules() -> BatteryResult:
     """runner.md §2.1 (lazy start, stop when absent, evict on return) and §2.2 (pattern, max_spec),
     with the seed's doubled-pattern bug (#132) as a fixture that must be caught."""
     problems = []
-    drafter = SuffixDrafter(1024)
+    drafter = SuffixDrafter.build(1024)
     cache = drafter.cache
     drafter.propose([_draft_row("a", [1, 2, 3], 3, [])])
     if "a" in cache.active_requests:
@@ -516,14 +537,14 @@ def suffix_runner_rules() -> BatteryResult:
     drafter.propose([_draft_row("a", [1, 2, 3, 4, 9], 3, [9])])
     if "a" not in cache.active_requests:
         problems.append("returning request not restarted")
-    near_end = SuffixDrafter(12)
+    near_end = SuffixDrafter.build(12)
     near_end.propose([_draft_row("c", [1, 2, 3, 1, 2, 3, 1, 2, 3], 3, [3])])
     long = near_end.propose([_draft_row("c", [1, 2, 3, 1, 2, 3, 1, 2, 3, 1], 3, [1])])[0]
     if len(long) > 12 - 10 - 1:
         problems.append(f"draft {long} reaches past max_model_len - 1")
     history = [1, 2, 3, 4, 5, 1, 2, 3, 9, 9, 1, 2, 3]
     rows = [_draft_row("r", history[:k], 3, [history[k - 1]]) for k in range(4, len(history) + 1)]
-    intended, buggy = SuffixDrafter(1024), SuffixDrafter(1024, pattern=doubled_samples_pattern)
+    intended, buggy = SuffixDrafter.build(1024), SuffixDrafter.build(1024, rules=replay_by_id("B1").rules)
     if [intended.propose([r])[0] for r in rows] == [buggy.propose([r])[0] for r in rows]:
         problems.append("the #132 doubled-pattern fixture is not caught")
     return BatteryResult(name="suffix-runner: cache rules, pattern, max_spec, #132 fixture", compared=6,
@@ -544,7 +565,7 @@ def padding_neutral() -> BatteryResult:
         engine = EngineConfig(model=model, layout=ParallelLayout(1, 1, 1), cuda_graphs=graphs,
                               scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
         records: list[SampleRecord] = []
-        results = run_requests(build_runner(engine, weights, groups, SuffixDrafter(1024)), engine.scheduler, prompts,
+        results = run_requests(build_runner(engine, weights, groups, SuffixDrafter.build(1024)), engine.scheduler, prompts,
                                [SamplingParams(max_tokens=16)] * len(prompts), records=records)  # fmt: skip
         outputs.append([r.output_token_ids for r in results])
         rows.append(records)
@@ -572,15 +593,26 @@ def speculator_checks() -> BatteryResult:
             problems.append(f"{config.kind} tied={config.tie_weights}: batched != literal")
     if select_hidden_rows(torch.zeros(8, 4), [3, 0, 2], [[1, 2], [3], [4, 5, 6]]) != [1, 4, 7]:
         problems.append("hidden-row example")
-    rows = [_draft_row("a", list(range(98)), 2, [7]), _draft_row("b", list(range(10)), 2, [8])]
-    if batch_min_lengths(rows, 3, 100) == per_row_lengths(rows, 3, 100):
-        problems.append("batch-wide cut fixture not caught")
-    drafts = [
-        SuffixDecodingDraft(token_ids=[1, 2, 3, 4], parents=[-1, 0, 1, 2], probs=[1.0] * 4, score=5.0, match_len=1),
-        None,
-    ]
-    if step_wide_blanking(drafts, [[5], [6, 6, 6]], 3.0) == per_row_choice(drafts, [[5], [6, 6, 6]], 3.0):
-        problems.append("hybrid blanking fixture not caught")
+    rows = [_draft_row("a", list(range(98)), 2, [7]), _draft_row("b", list(range(10)), 2, [8]),
+            _draft_row("c", list(range(12)), 2, [])]  # fmt: skip
+    hidden = torch.randn(3, 128, dtype=torch.float64, generator=g)
+    speculator = speculator_for(128, 512, "mlp", 1, torch.float64)
+    lengths = {
+        replay: [len(d) for d in SpeculatorDrafter(arctic_config(100), speculator, rules).propose_with_hidden(rows, hidden, [0, 0, 0])]
+        for replay, rules in (("intended", INTENDED_RULES), ("B3-runner", replay_by_id("B3-runner").rules))
+    }  # fmt: skip
+    if lengths["intended"] != [1, 3, 0] or lengths["B3-runner"] == lengths["intended"]:
+        problems.append(f"per-row cut or its batch-wide fixture: {lengths}")
+    hybrid = arctic_config(1024, hybrid=True)
+    repeated = _draft_row("r", [7, 8, 9, 10] * 6, 23, [10])  # the prompt repeats: its suffix score reaches k
+    rows = [repeated, _draft_row("s", [501, 502, 503, 504], 2, [504]), _draft_row("t", list(range(12)), 2, [])]
+    hidden = torch.randn(3, 128, dtype=torch.float64, generator=g)
+    per_row, blanked = (
+        SpeculatorDrafter(hybrid, speculator, rules).propose_with_hidden(rows, hidden, [0, 0, 0])
+        for rules in (INTENDED_RULES, replay_by_id("B2").rules)
+    )
+    if not per_row[0] or not per_row[1] or blanked[1] or per_row[0] != blanked[0]:
+        problems.append(f"hybrid per-row choice or its blanking fixture: {per_row} vs {blanked}")
     rng = random.Random(0)
     for _ in range(500):
         tokens_list = [rng.randrange(3) for _ in range(rng.randrange(1, 25))]

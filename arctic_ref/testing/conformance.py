@@ -15,14 +15,13 @@ from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
 from arctic_ref.runner.drafters import (
-    ArcticDrafter,
     Drafter,
     HiddenStateDrafter,
-    HybridDrafter,
     JunkDrafter,
     NgramDrafter,
     NoDrafter,
     OracleDrafter,
+    SpeculatorDrafter,
     SuffixDrafter,
 )
 from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
@@ -30,6 +29,7 @@ from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import Kind, speculator_for
+from arctic_ref.spec.drafts import arctic_config
 from arctic_ref.testing.cross_mode import check_cross_mode
 from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
 from arctic_ref.testing.isolation import check_interleaved_layouts
@@ -112,7 +112,7 @@ def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateD
     """The drafters of check's spec-lossless battery (runner.md §5); all deterministic per rank."""
     max_len = 1024
     if case.drafter == "suffix":
-        return SuffixDrafter(max_len)
+        return SuffixDrafter.build(max_len)
     if case.drafter == "ngram":
         return NgramDrafter(max_len, 3, min_n=1, max_n=4)
     if case.drafter == "oracle":
@@ -125,8 +125,8 @@ def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateD
         speculator = speculator_for(
             model.hidden_size, model.vocab_size, kind, case.seed + 1, DTYPES[case.dtype], device
         )
-        arctic = ArcticDrafter(speculator, max_len, num_spec_tokens=3)
-        return HybridDrafter(SuffixDrafter(max_len), arctic) if case.drafter == "hybrid" else arctic
+        config = arctic_config(max_len, num_speculative_tokens=3, hybrid=case.drafter == "hybrid")
+        return SpeculatorDrafter(config, speculator)
     if case.drafter != "none":
         raise ValueError(f"unknown drafter {case.drafter!r}")
     return NoDrafter()

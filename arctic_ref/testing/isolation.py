@@ -46,12 +46,12 @@ def check_interleaved_layouts(info: RankInfo, _: object) -> dict[str, Any]:
     ]
     groups = [build_groups(c.layout, info.rank) for c in configs]
     solo = [
-        run_requests(build_runner(c, weights, g, SuffixDrafter(1024)), scheduler, prompts, params)
+        run_requests(build_runner(c, weights, g, SuffixDrafter.build(1024)), scheduler, prompts, params)
         for c, g in zip(configs, groups, strict=True)
     ]
     before = module_state()
     drivers = [
-        RequestDriver.start(build_runner(c, weights, g, SuffixDrafter(1024)), scheduler, prompts, params)
+        RequestDriver.start(build_runner(c, weights, g, SuffixDrafter.build(1024)), scheduler, prompts, params)
         for c, g in zip(configs, groups, strict=True)
     ]
     active = list(drivers)

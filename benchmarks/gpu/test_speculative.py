@@ -54,9 +54,9 @@ def test_replayed_trace_speedup(benchmark: Any, kernels: str) -> None:
         assert results[0].output_token_ids == traces[trace][PROMPT:]
         return time.perf_counter() - began, results[0].num_steps, len(results[0].output_token_ids)
 
-    run(SuffixDrafter(1024), 0)  # warm-up: any sizes not captured above
+    run(SuffixDrafter.build(1024), 0)  # warm-up: any sizes not captured above
     none = [run(NoDrafter(), t)[0] for t in (1, 2, 3)]
-    spec_runs = [run(SuffixDrafter(1024), t) for t in (1, 2, 3)]
+    spec_runs = [run(SuffixDrafter.build(1024), t) for t in (1, 2, 3)]
     t_none, t_spec = statistics.median(none), statistics.median(r[0] for r in spec_runs)
     mean_emitted = statistics.median(r[2] / r[1] for r in spec_runs)
     eta = (t_none / t_spec) / mean_emitted

@@ -21,8 +21,8 @@ from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
 from arctic_ref.runner.trace import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.testing.drafts.replays import replay_by_id
 from arctic_ref.testing.oracles import brute_force_ngram
-from arctic_ref.testing.runner_bugs import doubled_samples_pattern
 from arctic_ref.types import ReqId
 
 SOLO = SoloComm(0)
@@ -49,8 +49,8 @@ REFERENCE = tuple(r.output_token_ids for r in BASELINE)
 
 def _drafters() -> dict[str, Drafter]:
     return {
-        "suffix": SuffixDrafter(1024),
-        "suffix-k4": SuffixDrafter(1024, num_spec_tokens=4),
+        "suffix": SuffixDrafter.build(1024),
+        "suffix-k4": SuffixDrafter.build(1024, 4),
         "ngram-5": NgramDrafter(1024, 3),
         "ngram-1..4": NgramDrafter(1024, 3, min_n=1, max_n=4),
         "oracle-1": OracleDrafter(REFERENCE, 1, CONFIG.vocab_size, 1024),
@@ -80,7 +80,7 @@ def test_greedy_speculation_is_lossless(name: str, budget: int) -> None:
 def test_outputs_stop_at_max_tokens_and_max_model_len() -> None:
     engine = EngineConfig(model=CONFIG, layout=ParallelLayout(1, 1, 1),
                           scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=60))  # fmt: skip
-    runner = build_runner(engine, WEIGHTS, GROUPS, SuffixDrafter(60))
+    runner = build_runner(engine, WEIGHTS, GROUPS, SuffixDrafter.build(60))
     results = run_requests(runner, engine.scheduler, PROMPTS, [SamplingParams(max_tokens=20)] * 4)
     for prompt, result in zip(PROMPTS, results, strict=True):
         assert len(result.output_token_ids) == min(20, 60 - len(prompt))
@@ -107,7 +107,7 @@ def _row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> DraftR
 
 def test_suffix_cache_rules() -> None:
     """runner.md §2.1: lazy start on the first sample, stop when absent, evict on return."""
-    drafter = SuffixDrafter(1024)
+    drafter = SuffixDrafter.build(1024)
     cache = drafter.cache
     drafter.propose([_row("a", [1, 2, 3], 3, [])])  # partial prefill: nothing started
     assert "a" not in cache.active_requests
@@ -129,8 +129,8 @@ def test_suffix_pattern_bug_132_is_caught() -> None:
     def drafts(drafter: SuffixDrafter) -> list[list[int]]:
         return [drafter.propose([row])[0] for row in rows]
 
-    intended = drafts(SuffixDrafter(1024))
-    buggy = drafts(SuffixDrafter(1024, pattern=doubled_samples_pattern))
+    intended = drafts(SuffixDrafter.build(1024))
+    buggy = drafts(SuffixDrafter.build(1024, rules=replay_by_id("B1").rules))
     assert intended != buggy
     assert intended[-1] == [4, 5, 1, 2, 3, 9, 9, 1, 2, 3][: len(intended[-1])] or intended[-1][0] in (4, 9)
 
@@ -213,7 +213,7 @@ def test_sampled_output_keeps_the_target_distribution(name: str) -> None:
 def test_trace_forcing_reproduces_the_trace_with_any_drafter(name: str) -> None:
     """runner.md §7 replayed trace: every target choice forced to the trace, every forward real."""
     traces = tuple(repeated_span_trace(24, 40, CONFIG.vocab_size, seed) for seed in range(3))
-    drafter = {"none": None, "suffix": SuffixDrafter(1024), "junk": JunkDrafter(CONFIG.vocab_size, 1024)}[name]
+    drafter = {"none": None, "suffix": SuffixDrafter.build(1024), "junk": JunkDrafter(CONFIG.vocab_size, 1024)}[name]
     engine = EngineConfig(
         model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)
     )

@@ -3,6 +3,8 @@ per-row loop in float64, the hidden-row example, per-row lengths and per-row hyb
 seed's bugs as fixtures that the tests catch, and lossless greedy output with every drafter."""
 
 import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -14,15 +16,7 @@ from arctic_ref.model.config import tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
-from arctic_ref.runner.drafters import (
-    ArcticDrafter,
-    HybridDrafter,
-    NgramDrafter,
-    SuffixDrafter,
-    ngram_draft,
-    ngram_draft_longest,
-    per_row_choice,
-)
+from arctic_ref.runner.drafters import NgramDrafter, SpeculatorDrafter, ngram_draft, ngram_draft_longest
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.speculator import (
     ArcticSpeculator,
@@ -32,10 +26,10 @@ from arctic_ref.runner.speculator import (
     speculator_for,
     speculator_weights,
 )
-from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.suffix.cache import SuffixDecodingDraft
+from arctic_ref.spec.drafts import DraftConfig, DraftRow, DraftRules, arctic_config, propose_draft_token_ids
+from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
+from arctic_ref.testing.drafts.replays import replay_by_id
 from arctic_ref.testing.oracles import brute_force_ngram
-from arctic_ref.testing.runner_bugs import batch_min_lengths, step_wide_blanking
 
 CONFIG = tiny_config()
 SOLO = SoloComm(0)
@@ -90,9 +84,11 @@ def test_lengths_are_cut_per_row_and_the_seed_batch_minimum_is_caught() -> None:
     speculator = speculator_for(128, 512, "mlp", 1, torch.float64)
     rows = [_row("near-end", 98, [7]), _row("far", 10, [8]), _row("partial", 5, [])]
     hidden = torch.randn(3, 128, dtype=torch.float64)
-    intended = ArcticDrafter(speculator, 100, 3).propose_with_hidden(rows, hidden, [0, 0, 0])
+    config = arctic_config(100, num_speculative_tokens=3)
+    intended = SpeculatorDrafter(config, speculator).propose_with_hidden(rows, hidden, [0, 0, 0])
     assert [len(d) for d in intended] == [1, 3, 0]  # M − N − 1 = 1 for the first row; none for partial prefills
-    buggy = ArcticDrafter(speculator, 100, 3, lengths=batch_min_lengths).propose_with_hidden(rows, hidden, [0, 0, 0])
+    buggy_rules = replay_by_id("B3-runner").rules
+    buggy = SpeculatorDrafter(config, speculator, buggy_rules).propose_with_hidden(rows, hidden, [0, 0, 0])
     assert [len(d) for d in buggy] == [1, 1, 0] and buggy != intended
 
 
@@ -101,11 +97,41 @@ def _draft(tokens: list[int], score: float) -> SuffixDecodingDraft:
                                score=score, match_len=1)  # fmt: skip
 
 
+class ScriptedCache(SuffixDecodingCache):
+    """A real cache whose ``speculate`` answers each request with a scripted draft."""
+
+    def __init__(self, drafts: dict[Hashable, SuffixDecodingDraft]) -> None:
+        super().__init__(64)
+        self.drafts = drafts
+
+    def speculate(self, req_id: Hashable, context: Sequence[int] | np.ndarray, max_spec_tokens: int | None = None,
+                  max_spec_factor: float = 1.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
+                  use_tree_spec: bool = False) -> SuffixDecodingDraft:  # fmt: skip
+        return self.drafts[req_id]
+
+
+@dataclass(frozen=True)
+class ScriptedProposer:
+    """An Arctic stand-in answering each request with its scripted chain (prefix-consistent)."""
+
+    chains: dict[Hashable, list[int]]
+
+    def propose(self, rows: Sequence[DraftRow], num_predict: int) -> list[list[int]]:
+        return [self.chains[row.req_id][:num_predict] for row in rows]
+
+
+def _hybrid(drafts: list[SuffixDecodingDraft], chains: list[list[int]], k: int, rules: DraftRules) -> list[list[int]]:
+    rows = [DraftRow(req_id=i, token_ids=[1, 2, 3], num_prompt_tokens=2, sampled=[3]) for i in range(len(drafts))]
+    config = DraftConfig(method="arctic", num_speculative_tokens=k, max_model_len=1024, enable_suffix_decoding=True)
+    return propose_draft_token_ids(rows, config, suffix_cache=ScriptedCache(dict(enumerate(drafts))),
+                                   arctic_drafter=ScriptedProposer(dict(enumerate(chains))), rules=rules)  # fmt: skip
+
+
 def test_hybrid_choice_is_per_row_and_the_seed_blanking_is_caught() -> None:
-    suffix = [_draft([1, 2, 3, 4], 5.0), _draft([9], 0.5), None]
+    suffix = [_draft([1, 2, 3, 4], 5.0), _draft([9], 0.5), _draft([], 0.0)]
     model = [[5, 6, 7], [8, 8, 8], [4, 4, 4]]
-    assert per_row_choice(suffix, model, 3.0) == [[1, 2, 3, 4], [8, 8, 8], [4, 4, 4]]
-    assert step_wide_blanking(suffix, model, 3.0) == [[1, 2, 3, 4], [], []]
+    assert _hybrid(suffix, model, 3, DraftRules()) == [[1, 2, 3, 4], [8, 8, 8], [4, 4, 4]]
+    assert _hybrid(suffix, model, 3, replay_by_id("B2").rules) == [[1, 2, 3, 4], [], []]
 
 
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.integers(1, 3), st.integers(0, 2), st.integers(1, 5))
@@ -128,11 +154,11 @@ REFERENCE = [r.output_token_ids for r in run_requests(
 
 
 def _drafter(name: str) -> object:
-    mlp = ArcticDrafter(speculator_for(128, 512, "mlp", 1, torch.float64), 1024, 3)
+    mlp = speculator_for(128, 512, "mlp", 1, torch.float64)
     return {
-        "arctic-mlp": mlp,
-        "arctic-lstm": ArcticDrafter(speculator_for(128, 512, "lstm", 1, torch.float64), 1024, 3),
-        "hybrid": HybridDrafter(SuffixDrafter(1024), mlp),
+        "arctic-mlp": SpeculatorDrafter(arctic_config(1024), mlp),
+        "arctic-lstm": SpeculatorDrafter(arctic_config(1024), speculator_for(128, 512, "lstm", 1, torch.float64)),
+        "hybrid": SpeculatorDrafter(arctic_config(1024, hybrid=True), mlp),
         "ngram-0.10.1": NgramDrafter(1024, 3, min_n=1, max_n=4, rule="vllm-0.10.1"),
     }[name]
 
@@ -147,9 +173,10 @@ def test_greedy_output_is_lossless(name: str) -> None:
                            engine.scheduler, builtin_prompts(512), [SamplingParams(max_tokens=24)] * 4)  # fmt: skip
     assert [r.output_token_ids for r in results] == REFERENCE
     assert sum(r.num_draft_tokens for r in results) > 0
-    if isinstance(drafter, HybridDrafter):
-        print(f"\nhybrid: {drafter.suffix_rows} suffix rows, {drafter.arctic_rows} arctic rows")
-        assert drafter.suffix_rows > 0 and drafter.arctic_rows > 0
+    if name == "hybrid":
+        assert isinstance(drafter, SpeculatorDrafter)
+        print(f"\nhybrid: {drafter.stats.suffix_rows} suffix rows, {drafter.stats.arctic_rows} arctic rows")
+        assert drafter.stats.suffix_rows > 0 and drafter.stats.arctic_rows > 0
 
 
 def test_speculator_drafts_are_the_same_on_every_rank_by_construction() -> None:
@@ -161,32 +188,34 @@ def test_speculator_drafts_are_the_same_on_every_rank_by_construction() -> None:
     )
 
 
-_DRAFTS = st.one_of(
-    st.none(),
-    st.builds(lambda tokens, score: _draft(tokens, score), st.lists(st.integers(0, 9), max_size=4), st.floats(0, 8)),
-)
+_ROWS = st.lists(
+    st.tuples(
+        st.one_of(st.just(_draft([], 0.0)), st.builds(_draft, st.lists(st.integers(0, 9), min_size=1, max_size=4),
+                                                       st.floats(0, 8))),
+        st.lists(st.integers(0, 9), max_size=3),
+    ),
+    min_size=1,
+    max_size=6,
+)  # fmt: skip
 
 
-@given(
-    st.lists(st.tuples(_DRAFTS, st.lists(st.integers(0, 9), max_size=3)), min_size=1, max_size=6),
-    st.integers(1, 5),
-    st.data(),
-)
-def test_hybrid_rule_is_per_row_and_as_specified(rows: list, threshold: int, data: st.DataObject) -> None:  # type: ignore[type-arg]
-    """runner.md §2.5 item 4 as a property: row i takes its suffix draft iff that draft is non-empty
-    with score ≥ k, else its Arctic draft; changing any other row never changes row i; the seed's
-    step-wide blanking breaks row independence whenever one row is blank and another is not."""
+@given(_ROWS, st.integers(1, 5), st.data())
+def test_hybrid_rule_is_per_row_and_as_specified(
+    rows: list[tuple[SuffixDecodingDraft, list[int]]], k: int, data: st.DataObject
+) -> None:
+    """runner.md §2.5 item 4 as a property of ``propose_draft_token_ids``: row i takes its suffix
+    draft iff that draft is non-empty with score ≥ k, else its Arctic draft (cut to k); changing any
+    other row never changes row i; the seed's step-wide blanking (replay B2) breaks row independence
+    whenever one row takes suffix and another has an Arctic draft."""
     suffix = [d for d, _ in rows]
     model = [m for _, m in rows]
-    out = per_row_choice(suffix, model, threshold)
+    out = _hybrid(suffix, model, k, DraftRules())
+    took = [bool(d.token_ids) and d.score >= k for d in suffix]
     for i, (d, m) in enumerate(rows):
-        wanted = list(d.token_ids) if d is not None and d.token_ids and d.score >= threshold else m
-        assert out[i] == wanted
+        assert out[i] == (list(d.token_ids) if took[i] else m[:k])
     j = data.draw(st.integers(0, len(rows) - 1))
-    changed_model = [*model[:j], [9, 9], *model[j + 1 :]]
-    changed = per_row_choice(suffix, changed_model, threshold)
+    changed = _hybrid(suffix, [*model[:j], [9, 9], *model[j + 1 :]], k, DraftRules())
     assert all(changed[i] == out[i] for i in range(len(rows)) if i != j)
-    seed = step_wide_blanking(suffix, model, threshold)
-    arctic_rows = [i for i, (d, _) in enumerate(rows) if not (d is not None and d.token_ids and d.score >= threshold)]
-    if any(model[i] for i in arctic_rows) and any(not model[i] for i in range(len(rows))):
-        assert seed != out  # the fixture is caught by this property
+    seed = _hybrid(suffix, model, k, replay_by_id("B2").rules)
+    if any(took) and any(m for m, t in zip(model, took, strict=True) if not t):
+        assert seed != out  # the replay is caught by this property

@@ -55,7 +55,7 @@ def test_stop_token_ids_stop_and_keep_the_token(reference: tuple[tuple[int, ...]
     stop = _stop_token(reference)
     made: Drafter = {
         "none": NoDrafter(),
-        "suffix": SuffixDrafter(256),
+        "suffix": SuffixDrafter.build(256),
         "oracle": OracleDrafter(reference, 7, 512, 256),  # 7 right tokens: a stop lands inside accepted runs
     }[drafter]
     records: list[SampleRecord] = []

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from arctic_ref.spec.drafts import DraftConfig, DraftRow, min_score, propose_draft_token_ids, suffix_query
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.suffix import SuffixDecodingCache
-from arctic_ref.testing.bug_replays import BUG_REPLAYS, BugReplay, CountingDrafter, check_draft_selection
+from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay
+from arctic_ref.testing.drafts.selection import CountingProposer, check_draft_selection
 
 
 def test_intended_rules_pass_every_check() -> None:
@@ -60,7 +61,7 @@ def test_d8_draft_bounds_and_row_independence(rows: list[tuple[int, bool]], k: i
         for i, (n, s) in enumerate(rows)
     ]
     drafts = propose_draft_token_ids(
-        batch, config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingDrafter()
+        batch, config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingProposer()
     )
     assert len(drafts) == len(batch)
     for row, draft in zip(batch, drafts, strict=True):
@@ -69,7 +70,7 @@ def test_d8_draft_bounds_and_row_independence(rows: list[tuple[int, bool]], k: i
             assert draft == []
     if method != "suffix" and not hybrid:
         for i, row in enumerate(batch):
-            alone = propose_draft_token_ids([row], config, suffix_cache=None, arctic_drafter=CountingDrafter())
+            alone = propose_draft_token_ids([row], config, suffix_cache=None, arctic_drafter=CountingProposer())
             assert alone[0] == drafts[i]
 
 

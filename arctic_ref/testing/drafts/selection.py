@@ -1,106 +1,21 @@
-"""Bug replays of the seed's draft selection (ArcticInference v0.0.9; spec verification.md §4) and
-the conformance suite that must catch each of them.
-
-A ``BugReplay`` swaps one stage of ``DraftRules`` for the seed's deviation. ``check_draft_selection``
-runs the scenarios against any rule set: the intended rules pass every check; each replay must fail
-at least one check named by its id (the meta-test in ``tests/spec/test_drafts.py``).
+"""The draft-selection conformance suite (verification.md §4): scenarios that run
+``propose_draft_token_ids`` under any ``DraftRules`` value. The intended rules pass every check; each
+bug replay (``arctic_ref.testing.drafts.replays``) fails at least one check named by its id (the
+meta-test in ``tests/spec/test_drafts.py``).
 """
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
-from arctic_ref.spec.drafts import (
-    INTENDED_RULES,
-    ArcticDrafter,
-    DraftConfig,
-    DraftRow,
-    DraftRules,
-    SuffixQuery,
-    arctic_drafts,
-    propose_draft_token_ids,
-)
+from arctic_ref.spec.drafts import INTENDED_RULES, DraftConfig, DraftRow, DraftRules, propose_draft_token_ids
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
 
-# ----------------------------------------------------------------------------- the seed's deviations
 
-
-def _duplicated_pattern(row: DraftRow, config: DraftConfig) -> SuffixQuery | None:
-    """B1: the sampled ids are written again after the true sequence; clamps use N + ℓ."""
-    seq = list(row.token_ids) + list(row.sampled)
-    n, depth = len(seq), config.suffix_cache_max_depth
-    if n >= config.max_model_len:
-        return None
-    return SuffixQuery(
-        pattern=seq[max(0, n - depth) :], max_spec_tokens=min(MAX_SPEC_LEN, depth, config.max_model_len - n - 1),
-        max_spec_offset=config.suffix_max_spec_offset,
-    )  # fmt: skip
-
-
-def _wipe_out(drafter: ArcticDrafter, rows: Sequence[DraftRow], budgets: Sequence[int]) -> list[list[int]]:
-    """B2: any non-participating row empties every row's Arctic drafts."""
-    if any(k == 0 for k in budgets):
-        return [[] for _ in rows]
-    return arctic_drafts(drafter, rows, budgets)
-
-
-def _batch_global(rows: Sequence[DraftRow], config: DraftConfig, chosen: Sequence[bool]) -> list[int]:
-    """B3: one budget for the whole batch, the minimum over rows (with N + ℓ); ≤ 0 empties all."""
-    budget = min(
-        (
-            min(
-                config.num_speculative_tokens,
-                MAX_SPEC_LEN,
-                config.max_model_len - row.num_tokens - len(row.sampled) - 1,
-            )
-            for row in rows
-        ),
-        default=0,
-    )
-    return [max(0, budget) if row.sampled and not took else 0 for row, took in zip(rows, chosen, strict=True)]
-
-
-def _inverted_min_score(config: DraftConfig) -> float:
-    """B4 (divergent copy): one of the two assignments with its condition inverted."""
-    return float(config.num_speculative_tokens) if config.method == "suffix" else 0.0
-
-
-def _literal_double_assignment(config: DraftConfig) -> float:
-    """B4 (literal seed): two assignments with opposite-looking conditions and equal results."""
-    score = 0.0 if config.method == "suffix" else float(config.num_speculative_tokens)
-    if config.method != "suffix":
-        score = float(config.num_speculative_tokens)
-    return score
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BugReplay:
-    id: str
-    upstream: str
-    rules: DraftRules
-    must_fail: bool = True
-
-
-BUG_REPLAYS: Final = (
-    BugReplay(id="B1", upstream="ArcticInference #132 (319edfc), fixed by #162 (e1d1ff2): pattern duplication",
-              rules=replace(INTENDED_RULES, suffix_query=_duplicated_pattern)),
-    BugReplay(id="B2", upstream="ArcticInference #132: hybrid empty-row wipe-out", rules=replace(INTENDED_RULES, arctic_drafts=_wipe_out)),
-    BugReplay(id="B3", upstream="ArcticInference #132: batch-global max_spec_tokens",
-              rules=replace(INTENDED_RULES, arctic_budgets=_batch_global)),
-    BugReplay(id="B4", upstream="ArcticInference #132, simplified by #195: min_score assigned twice (divergent copy)",
-              rules=replace(INTENDED_RULES, min_score=_inverted_min_score)),
-    BugReplay(id="B4-literal", upstream="ArcticInference v0.0.9: the literal double assignment (inert)",
-              rules=replace(INTENDED_RULES, min_score=_literal_double_assignment), must_fail=False),
-)  # fmt: skip
-
-
-# ----------------------------------------------------------------------------- the conformance suite
-
-
-class CountingDrafter:
+class CountingProposer:
     """A deterministic Arctic stand-in: token i of a row is (last token + i + 1) mod 1000."""
 
     def __init__(self) -> None:
@@ -190,7 +105,7 @@ def _b2_hybrid(rules: DraftRules) -> tuple[bool, str]:
         DraftRow(req_id="prefill", token_ids=[1, 2, 3], num_prompt_tokens=10, sampled=[]),  # partial prefill
     ]
     drafts = propose_draft_token_ids(
-        rows, config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingDrafter(), rules=rules
+        rows, config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingProposer(), rules=rules
     )
     ok = drafts[1] == [505, 506, 507] and len(drafts[0]) >= 3 and drafts[2] == []
     return ok, f"drafts {drafts}"
@@ -200,11 +115,11 @@ def _b3_per_row(rules: DraftRules) -> tuple[bool, str]:
     config = DraftConfig(method="arctic", num_speculative_tokens=4, max_model_len=40)
     near, far, edge = _row("near", list(range(37))), _row("far", list(range(10))), _row("edge", list(range(39)))
     drafts = propose_draft_token_ids(
-        [near, far], config, suffix_cache=None, arctic_drafter=CountingDrafter(), rules=rules
+        [near, far], config, suffix_cache=None, arctic_drafter=CountingProposer(), rules=rules
     )
     first = [len(d) for d in drafts] == [2, 4]
     drafts2 = propose_draft_token_ids(
-        [edge, far], config, suffix_cache=None, arctic_drafter=CountingDrafter(), rules=rules
+        [edge, far], config, suffix_cache=None, arctic_drafter=CountingProposer(), rules=rules
     )
     second = drafts2[0] == [] and len(drafts2[1]) == 4
     return (
@@ -219,7 +134,7 @@ def _b4_boundaries(rules: DraftRules) -> tuple[bool, str]:
     hybrid = DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=4096, enable_suffix_decoding=True)
     tokens = [40, 41, 42, 43, 44, 45, 50, 40, 41, 42]
     drafts = propose_draft_token_ids(
-        [_row("k", tokens)], hybrid, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingDrafter(), rules=rules
+        [_row("k", tokens)], hybrid, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingProposer(), rules=rules
     )
     if drafts[0] != [43, 44, 45]:
         problems.append(f"score = k in hybrid gave {drafts[0]}, not the suffix draft [43, 44, 45]")
@@ -233,7 +148,7 @@ def _b4_boundaries(rules: DraftRules) -> tuple[bool, str]:
     # Score < k falls back to Arctic.
     low = [60, 61, 62, 70, 60, 61]
     drafts = propose_draft_token_ids(
-        [_row("low", low)], hybrid, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingDrafter(), rules=rules
+        [_row("low", low)], hybrid, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingProposer(), rules=rules
     )
     if drafts[0] != [62, 63, 64]:
         problems.append(f"score < k gave {drafts[0]}, not the Arctic draft [62, 63, 64]")
@@ -252,7 +167,7 @@ def _d8_bounds(rules: DraftRules) -> tuple[bool, str]:
     config = DraftConfig(method="arctic", num_speculative_tokens=40, max_model_len=50, enable_suffix_decoding=True)
     rows = [_row(f"r{n}", [1, 2, 3, 4] * (n // 4) + [1, 2, 3, 4][: n % 4]) for n in (8, 30, 47, 48, 49)]
     drafts = propose_draft_token_ids(
-        rows, config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingDrafter(), rules=rules
+        rows, config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingProposer(), rules=rules
     )
     bad = [
         (r.num_tokens, len(d))
@@ -278,7 +193,7 @@ SCENARIOS: Final[tuple[tuple[str, tuple[str, ...], Scenario], ...]] = (
     ("B1-repeat", ("B1",), _b1_repeat),
     ("B1-budget", ("B1",), _b1_budget),
     ("B2-hybrid-rows", ("B2",), _b2_hybrid),
-    ("B3-per-row-budget", ("B3",), _b3_per_row),
+    ("B3-per-row-budget", ("B3", "B3-runner"), _b3_per_row),
     ("B4-min-score-boundaries", ("B4",), _b4_boundaries),
     ("D1-gate", (), _d1_gate),
     ("D8-bounds", (), _d8_bounds),

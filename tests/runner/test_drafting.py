@@ -1,0 +1,84 @@
+"""The runner drafts through ``arctic_ref.spec.drafts`` (one rule set), and every bug replay injected
+into a running ``ReferenceRunner`` is caught end to end while greedy output stays lossless."""
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from arctic_ref.runner.drafters import NoDrafter, SpeculatorDrafter, SuffixDrafter
+from arctic_ref.spec.drafts import INTENDED_RULES, DraftConfig, DraftRow, DraftRules, SuffixQuery, arctic_budgets
+from arctic_ref.spec.drafts import suffix_query as intended_query
+from arctic_ref.testing.drafts.in_runner import (
+    DRAFTERS,
+    DraftTrace,
+    check_replay_in_runner,
+    first_difference,
+    make_drafter,
+    trace_drafts,
+)
+from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay, replay_by_id
+
+
+def _recording(calls: list[str]) -> DraftRules:
+    """The intended rules, with the suffix and budget stages recording that they ran."""
+
+    def query(row: DraftRow, config: DraftConfig) -> SuffixQuery | None:
+        calls.append("suffix_query")
+        return intended_query(row, config)
+
+    def budgets(rows: Sequence[DraftRow], config: DraftConfig, chosen: Sequence[bool]) -> list[int]:
+        calls.append("arctic_budgets")
+        return arctic_budgets(rows, config, chosen)
+
+    return replace(INTENDED_RULES, suffix_query=query, arctic_budgets=budgets)
+
+
+@pytest.mark.parametrize("name", DRAFTERS)
+def test_runner_drafting_runs_the_injected_rules(name: str) -> None:
+    """Every stage the runner's drafts come from is the injected ``DraftRules`` value: the recording
+    stages run in the runner, and the drafts equal those of the plain intended rules."""
+    calls: list[str] = []
+    recorded = trace_drafts(make_drafter(name, _recording(calls)))
+    plain = trace_drafts(make_drafter(name, INTENDED_RULES))
+    assert first_difference(plain, recorded) == ""
+    assert calls.count("suffix_query") > 10
+    assert ("arctic_budgets" in calls) == (name == "hybrid")
+    assert recorded.stats.steps == len(recorded.drafts) and recorded.stats.draft_tokens > 0
+
+
+def test_adapters_refuse_configs_that_are_not_theirs() -> None:
+    with pytest.raises(ValueError, match="needs method 'suffix', got 'arctic'"):
+        SuffixDrafter(DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=64))
+    hybrid = make_drafter("hybrid", INTENDED_RULES)
+    assert isinstance(hybrid, SpeculatorDrafter)
+    with pytest.raises(ValueError, match="needs an Arctic method, got 'suffix'"):
+        SpeculatorDrafter(DraftConfig(method="suffix", num_speculative_tokens=3, max_model_len=64), hybrid.speculator)
+
+
+@pytest.fixture(scope="module")
+def shared() -> tuple[DraftTrace, DraftTrace]:
+    """The no-draft baseline and the intended hybrid run, shared by the replays."""
+    return trace_drafts(NoDrafter()), trace_drafts(make_drafter("hybrid", INTENDED_RULES))
+
+
+@pytest.mark.parametrize("replay", BUG_REPLAYS, ids=lambda r: r.id)
+def test_each_replay_is_caught_in_the_runner(replay: BugReplay, shared: tuple[DraftTrace, DraftTrace]) -> None:
+    """Under the hybrid drafter, a replay that must fail changes some step's drafts; the inert one
+    (B4-literal) changes none; greedy output equals the no-draft run either way."""
+    result = check_replay_in_runner(replay, "hybrid", baseline=shared[0], intended=shared[1])
+    assert result.lossless
+    assert result.differs == replay.must_fail, result.first_difference
+
+
+def test_b1_is_caught_under_suffix_decoding_alone() -> None:
+    result = check_replay_in_runner(replay_by_id("B1"), "suffix")
+    assert result.lossless and result.differs
+    assert result.replayed.draft_tokens < result.intended.draft_tokens
+
+
+def test_unknown_replay_and_drafter_are_named() -> None:
+    with pytest.raises(ValueError, match="unknown bug replay 'B9'; known: B1, B2"):
+        replay_by_id("B9")
+    with pytest.raises(ValueError, match="unknown drafter 'eagle'"):
+        make_drafter("eagle", INTENDED_RULES)
