@@ -19,7 +19,7 @@ from arctic_ref.runner.generate import SPECS, GenerateJob, format_results, gener
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
-from arctic_ref.suffix.trace import TraceRequest, read_trace
+from arctic_ref.suffix.trace_file import TraceRequest, read_trace
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.batteries import BATTERY_IDS, Outcome, format_report, run_batteries
 from arctic_ref.testing.upstream import UpstreamSuffixDecodingCache

@@ -6,9 +6,9 @@ python -m benchmarks.breakdown_rejection_gpu   (from the repository root, on a G
 import torch
 
 from arctic_ref.spec import SamplingMetadata, draw_noise, rejection_sample, rejection_sample_with_noise
-from arctic_ref.spec.fused import fused_rejection_sample, row_stats
 from arctic_ref.spec.profile import INTENDED
 from arctic_ref.spec.rejection import validate_inputs
+from arctic_ref.spec.rejection_triton import fused_rejection_sample, row_stats
 from benchmarks.cuda_timing import median_ms
 
 reqs, vocab, drafts = 256, 128_256, 4

@@ -18,7 +18,7 @@ import pytest
 
 from arctic_ref.suffix import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
-from arctic_ref.suffix.trace import TraceRequest
+from arctic_ref.suffix.trace_file import TraceRequest
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.upstream import UpstreamSuffixDecodingCache
 

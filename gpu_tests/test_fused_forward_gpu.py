@@ -1,4 +1,4 @@
-"""The fused forward (``arctic_ref.model.fused``) against the reference, kernel by kernel and whole:
+"""The fused forward (``arctic_ref.model.fused_forward``) against the reference, kernel by kernel and whole:
 RoPE + cache write and SiLU·up equal the reference bit for bit (same roundings); RMSNorm and
 attention differ only by summation order, so they are held to one rounding of the dtype (and to the
 share of elements that come out bit-identical); the forward in float64 to the float32 RMSNorm
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, allowed_keys, batched_attention
 from arctic_ref.model.config import tiny_config
-from arctic_ref.model.fused import fused_forward, pack_projections
+from arctic_ref.model.fused_forward import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.layers import apply_rope, rms_norm, rope_tables
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set-up shared by scripts/check.sh and scripts/test.sh: a virtual environment (ARCTIC_REF_VENV,
 # default .venv) with the CPU build of torch, the upstream oracle arctic-inference 0.3.0 built from
-# source, and the project with its test, lint and plot extras. Skipped when nothing changed.
+# source, and the project with its testing, test, lint and plot extras. Skipped when nothing changed.
 set -euo pipefail
 venv="${ARCTIC_REF_VENV:-.venv}"
 if [ ! -x "$venv/bin/python" ]; then
@@ -20,7 +20,7 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
         grpcio-tools 'protobuf==5.29.6' 2>&1 | grep -v '^WARNING: Location' || true
     pip install -q --disable-pip-version-check --no-build-isolation 'arctic-inference==0.3.0' 2>&1 \
         | grep -v '^WARNING: Location' || true
-    pip install -q --disable-pip-version-check -e '.[test,lint,plot]' 2>&1 | grep -v '^WARNING: Location' || true
+    pip install -q --disable-pip-version-check -e '.[testing,test,lint,plot]' 2>&1 | grep -v '^WARNING: Location' || true
     python -c "import torch, arctic_ref; from arctic_inference.suffix_decoding import _C" \
         || { echo "set-up failed" >&2; exit 1; }
     echo "$want" > "$stamp"

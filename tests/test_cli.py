@@ -9,7 +9,7 @@ import pytest
 from arctic_ref.cli import main
 from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.runner.generate import GenerateJob, generate_on_rank
-from arctic_ref.suffix.trace import read_trace, write_trace
+from arctic_ref.suffix.trace_file import read_trace, write_trace
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.batteries import BATTERY_IDS, all_batteries
 from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE

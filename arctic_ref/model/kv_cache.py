@@ -1,12 +1,11 @@
 """The paged KV cache of one rank (runner.md §3.6): per layer K and V ``[num_blocks, 16, heads, d]``,
-block 0 reserved, ``slot = block·16 + pos % 16``, pad rows −1; and the block tables."""
+block 0 reserved, ``slot = block·16 + pos % 16``, pad rows −1. The block tables that map requests to
+blocks are the engine's (``arctic_ref.runner.block_tables``)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
-
-from arctic_ref.types import ReqId
 
 BLOCK_SIZE = 16
 
@@ -47,30 +46,3 @@ class KVCache:
         flat_k = self.keys[layer].view(-1, *self.keys[layer].shape[2:])
         flat_v = self.values[layer].view(-1, *self.values[layer].shape[2:])
         return flat_k[slots], flat_v[slots]
-
-
-@dataclass(slots=True)
-class BlockTables:
-    """Owned by the engine: block lists per request, grown on demand, freed on finish."""
-
-    num_blocks: int
-    tables: dict[ReqId, list[int]] = field(default_factory=dict)
-    free: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.free = list(range(self.num_blocks - 1, 0, -1))  # block 0 is reserved
-
-    def ensure(self, req: ReqId, num_tokens: int) -> None:
-        table = self.tables.setdefault(req, [])
-        needed = -(-num_tokens // BLOCK_SIZE)
-        if needed - len(table) > len(self.free):
-            raise ValueError(f"KV pool exhausted: {req} needs {needed - len(table)} blocks, {len(self.free)} free")
-        while len(table) < needed:
-            table.append(self.free.pop())
-
-    def slots(self, req: ReqId, positions: range) -> list[int]:
-        table = self.tables[req]
-        return [table[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in positions]
-
-    def release(self, req: ReqId) -> None:
-        self.free.extend(reversed(self.tables.pop(req, [])))

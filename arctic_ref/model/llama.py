@@ -19,9 +19,10 @@ from arctic_ref.model.attention import (
 from arctic_ref.model.config import ModelConfig
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layers import apply_rope, rms_norm, rope_tables, swiglu
-from arctic_ref.model.shard import kv_head_range, shard_weights
+from arctic_ref.model.shard import shard_weights
 from arctic_ref.model.weights import Weights
 from arctic_ref.parallel.comm import Comm
+from arctic_ref.parallel.heads import kv_head_range
 from arctic_ref.parallel.plan import StepPlan
 from arctic_ref.parallel.ulysses import heads_to_seq, seq_to_heads
 
@@ -172,4 +173,4 @@ def compute_logits(
 
 
 ForwardFn = Callable[[LlamaShard, ForwardInputs, KVCache, StepPlan], Tensor]
-"""``forward`` or an implementation of it (``arctic_ref.model.fused.fused_forward``)."""
+"""``forward`` or an implementation of it (``arctic_ref.model.fused_forward.fused_forward``)."""

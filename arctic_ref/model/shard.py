@@ -7,15 +7,7 @@ from torch import Tensor
 
 from arctic_ref.model.config import ModelConfig
 from arctic_ref.model.weights import Weights
-
-
-def kv_head_range(num_kv_heads: int, shard: int, count: int) -> range:
-    """KV chunk ``shard`` when K ≥ count, else the one head ``shard // (count / K)`` (replicated)."""
-    if num_kv_heads >= count:
-        chunk = num_kv_heads // count
-        return range(shard * chunk, (shard + 1) * chunk)
-    head = shard // (count // num_kv_heads)
-    return range(head, head + 1)
+from arctic_ref.parallel.heads import kv_head_range
 
 
 def vocab_shard(weight: Tensor, shard: int, count: int) -> Tensor:

@@ -1,4 +1,4 @@
-"""Triton kernels of the fused forward (``arctic_ref.model.fused``), as ``TRITON_OPS``: each one
+"""Triton kernels of the fused forward (``arctic_ref.model.fused_forward``), as ``TRITON_OPS``: each one
 does what its torch counterpart in ``arctic_ref.model.layer_ops.TORCH_OPS`` does, in one launch,
 with the reference's roundings.
 

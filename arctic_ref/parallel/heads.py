@@ -1,8 +1,16 @@
 """Which query and KV heads GPU (s, t) holds, in base mode and in shift mode (parallel.md §1.2),
 as closed formulas: the KV-cache invariance theorem (§3.3) compares the two."""
 
-from arctic_ref.model.shard import kv_head_range
 from arctic_ref.parallel.layout import ParallelLayout
+
+
+def kv_head_range(num_kv_heads: int, shard: int, count: int) -> range:
+    """One shard of the KV heads (the weights' ``shard_weights`` and the cache use it): KV chunk ``shard`` when K ≥ count, else the one head ``shard // (count / K)`` (replicated)."""
+    if num_kv_heads >= count:
+        chunk = num_kv_heads // count
+        return range(shard * chunk, (shard + 1) * chunk)
+    head = shard // (count // num_kv_heads)
+    return range(head, head + 1)
 
 
 def query_heads(layout: ParallelLayout, rank: int, num_heads: int) -> range:

@@ -12,13 +12,31 @@ rows): two all-reduces 2(P−1)/P·N·D over the shift group. Per step: the embe
 
 from collections import Counter
 from fractions import Fraction
+from typing import Protocol, runtime_checkable
 
-from arctic_ref.model.config import ModelConfig
-from arctic_ref.model.shard import kv_head_range
+from arctic_ref.parallel.heads import kv_head_range
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
 
 Volume = Counter[tuple[str, str]]  # (op, group) → elements
+
+
+@runtime_checkable
+class ModelShape(Protocol):
+    """The sizes the volume depends on (``arctic_ref.model.config.ModelConfig`` has them all)."""
+
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def num_attention_heads(self) -> int: ...
+    @property
+    def num_key_value_heads(self) -> int: ...
+    @property
+    def num_hidden_layers(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
 
 
 def _exact(value: Fraction) -> int:
@@ -36,7 +54,7 @@ def _all_to_all(size: int, elements: int) -> int:
 
 
 def comm_volume(
-    layout: ParallelLayout, config: ModelConfig, *, num_tokens: int, num_logits: int, mode: StepMode
+    layout: ParallelLayout, config: ModelShape, *, num_tokens: int, num_logits: int, mode: StepMode
 ) -> Volume:
     """Elements per (op, group) for one step of ``num_tokens`` padded rows whose ``num_logits``
     sampled rows go through the vocab-parallel head."""

@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 
 from arctic_ref.model.config import ModelConfig
-from arctic_ref.model.fused import fused_forward, pack_projections
-from arctic_ref.model.kv_cache import BLOCK_SIZE, BlockTables, KVCache
+from arctic_ref.model.fused_forward import fused_forward, pack_projections
+from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.layer_ops import TORCH_OPS
 from arctic_ref.model.llama import ForwardFn, LlamaShard, forward
 from arctic_ref.model.triton_ops import TRITON_AVAILABLE, TRITON_OPS
@@ -19,6 +19,7 @@ from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode
+from arctic_ref.runner.block_tables import BlockTables
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.requests import RequestState, SamplingParams
 from arctic_ref.runner.runner import ReferenceRunner, RunnerOutput

@@ -11,18 +11,20 @@ from torch import Tensor
 
 from arctic_ref.model.attention import AttentionMetadata
 from arctic_ref.model.config import ModelConfig
-from arctic_ref.model.kv_cache import BlockTables, KVCache
+from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
+from arctic_ref.runner.block_tables import BlockTables
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.graphs import CapturedForward
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
-from arctic_ref.runner.trace import LogitsProcessor
+from arctic_ref.runner.trace_forcing import LogitsProcessor
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
 from arctic_ref.spec.rejection import parse_output, rejection_sample
+from arctic_ref.spec.sampling import sample_tokens
 from arctic_ref.types import ReqId
 
 
@@ -68,23 +70,6 @@ class RunnerOutput:
 
 def _int64(values: list[int], device: torch.device) -> Tensor:
     return torch.tensor(values, dtype=torch.int64, device=device)
-
-
-def sample_tokens(
-    logits: Float[Tensor, "rows vocab"], params: list[SamplingParams], generators: list[torch.Generator | None]
-) -> list[int]:
-    """Greedy: the first maximum of the float32 logits (the verification path sees the same
-    float32 rows, so greedy speculation is lossless bit for bit). Random: vLLM's exponential race argmax(p / E), E ~ Exp(1) drawn
-    from the request's generator, p = softmax(x / τ) in float32."""
-    out: list[int] = []
-    for row, param, generator in zip(logits, params, generators, strict=True):
-        if param.temperature == 0.0:
-            out.append(int(torch.argmax(row.to(torch.float32))))  # the sampler works in float32, as vLLM's
-            continue
-        probs = torch.softmax(row.to(torch.float32) / param.temperature, dim=-1)
-        race = torch.empty_like(probs).exponential_(generator=generator)
-        out.append(int(torch.argmax(probs / race)))
-    return out
 
 
 @dataclass(slots=True)
@@ -219,7 +204,7 @@ class ReferenceRunner:
         """Partial prefills are not sampled (their generator does not advance) and get []."""
         rows = [i for i, p in enumerate(partial) if not p]
         reqs = [self.batch[sched.scheduled[i].req_id] for i in rows]
-        tokens = sample_tokens(logits[rows], [r.sampling for r in reqs], [r.generator for r in reqs])
+        tokens = sample_tokens(logits[rows], [r.sampling.temperature for r in reqs], [r.generator for r in reqs])
         valid: list[list[int]] = [[] for _ in partial]
         for i, token in zip(rows, tokens, strict=True):
             valid[i] = [token]
@@ -235,7 +220,7 @@ class ReferenceRunner:
         reqs = [self.batch[sched.scheduled[i].req_id] for i in keep]
         rows = logits.to(torch.float32)
         bonus_rows = rows[spec.bonus_logits_indices.long()[keep]]
-        bonus = sample_tokens(bonus_rows, [r.sampling for r in reqs], [r.generator for r in reqs])
+        bonus = sample_tokens(bonus_rows, [r.sampling.temperature for r in reqs], [r.generator for r in reqs])
         counts = [spec.num_draft_tokens[i] for i in keep]
         starts = [0, *accumulate(spec.num_draft_tokens)]
         flat = [j for i in keep for j in range(starts[i], starts[i + 1])]

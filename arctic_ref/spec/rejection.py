@@ -20,10 +20,10 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from arctic_ref.spec.fused import fused_rejection_sample, fused_supported
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
+from arctic_ref.spec.rejection_triton import fused_rejection_sample, fused_supported
 from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
 
 _INT_DTYPES = (torch.int32, torch.int64)

@@ -5,9 +5,9 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from arctic_ref.spec.fused import fused_supported, softmax_rows
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
+from arctic_ref.spec.rejection_triton import fused_supported, softmax_rows
 
 
 def request_of_rows(cu_num_draft_tokens: Int[Tensor, "num_reqs"], num_tokens: int) -> Int[Tensor, "num_tokens"]:
@@ -93,3 +93,20 @@ def greedy_tokens(
     source = target_logits if profile.greedy_argmax_on == "logits" or target_probs is None else target_probs
     best = source.argmax(dim=-1)
     return best, source.gather(1, best.unsqueeze(1)).squeeze(1)
+
+
+def sample_tokens(
+    logits: Float[Tensor, "rows vocab"], temperatures: list[float], generators: list[torch.Generator | None]
+) -> list[int]:
+    """Greedy: the first maximum of the float32 logits (the verification path sees the same
+    float32 rows, so greedy speculation is lossless bit for bit). Random: vLLM's exponential race argmax(p / E), E ~ Exp(1) drawn
+    from the request's generator, p = softmax(x / τ) in float32."""
+    out: list[int] = []
+    for row, temperature, generator in zip(logits, temperatures, generators, strict=True):
+        if temperature == 0.0:
+            out.append(int(torch.argmax(row.to(torch.float32))))  # the sampler works in float32, as vLLM's
+            continue
+        probs = torch.softmax(row.to(torch.float32) / temperature, dim=-1)
+        race = torch.empty_like(probs).exponential_(generator=generator)
+        out.append(int(torch.argmax(probs / race)))
+    return out

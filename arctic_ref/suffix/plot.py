@@ -5,10 +5,9 @@ from pathlib import Path
 from arctic_ref.suffix.simulate import StepRecord
 
 try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
+    # A Figure of its own (no pyplot): no backend is chosen, so importing this changes nothing for
+    # a user's own matplotlib.
+    from matplotlib.figure import Figure
 
     MATPLOTLIB_AVAILABLE = True
 except ImportError:  # pragma: no cover - the optional extra
@@ -34,7 +33,8 @@ def plot_replay(steps: list[StepRecord], path: Path, *, window: int = 50) -> Non
 
     drafted_avg, accepted_avg = moving(drafted), moving(accepted)
     rate = [a / d if d else 0.0 for a, d in zip(accepted_avg, drafted_avg, strict=True)]
-    figure, (top, bottom) = pyplot.subplots(2, 1, sharex=True, figsize=(9, 6))
+    figure = Figure(figsize=(9, 6))
+    top, bottom = figure.subplots(2, 1, sharex=True)
     top.plot(drafted_avg, label="drafted tokens / step")
     top.plot(accepted_avg, label="accepted tokens / step")
     top.set_ylabel(f"tokens (mean of {window} steps)")
@@ -46,4 +46,3 @@ def plot_replay(steps: list[StepRecord], path: Path, *, window: int = 50) -> Non
     figure.suptitle("suffix decoding replay")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
-    pyplot.close(figure)

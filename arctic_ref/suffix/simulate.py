@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from arctic_ref.suffix.cache import SuffixDecodingDraft
-from arctic_ref.suffix.trace import TraceRequest
+from arctic_ref.suffix.trace_file import TraceRequest
 
 
 class SuffixCacheLike(Protocol):

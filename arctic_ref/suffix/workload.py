@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Final
 
-from arctic_ref.suffix.trace import TraceRequest
+from arctic_ref.suffix.trace_file import TraceRequest
 
 #: Modules whose sources make the trace: pure-Python, present in every CPython 3.10+.
 MODULES: Final = (

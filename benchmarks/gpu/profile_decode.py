@@ -7,7 +7,7 @@ python -m benchmarks.gpu.profile_decode   (from the repository root, on a GPU)
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from arctic_ref.model.fused import pack_projections
+from arctic_ref.model.fused_forward import pack_projections
 from arctic_ref.model.llama import forward
 from arctic_ref.runner.engine import forward_for
 from benchmarks.gpu.test_decode import _cache, _inputs, _static, _step_fn, build_model

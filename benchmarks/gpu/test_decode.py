@@ -20,7 +20,7 @@ import torch
 
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.config import llama3_8b_config
-from arctic_ref.model.fused import pack_projections
+from arctic_ref.model.fused_forward import pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.model.weights import random_weights_on

@@ -24,7 +24,7 @@ from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm, StepMode, 
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import NoDrafter, SuffixDrafter
 from arctic_ref.runner.speculator import speculator_for
-from arctic_ref.runner.trace import TraceForcing, repeated_span_trace
+from arctic_ref.runner.trace_forcing import TraceForcing, repeated_span_trace
 from benchmarks.cuda_timing import median_ms
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from arctic_ref.model.config import tiny_config
-from arctic_ref.model.fused import fused_forward, pack_projections
+from arctic_ref.model.fused_forward import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layer_ops import TORCH_OPS, LayerOps
 from arctic_ref.model.llama import LlamaShard, forward

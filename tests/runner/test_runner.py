@@ -19,7 +19,7 @@ from arctic_ref.runner.engine import RequestDriver, SampleRecord
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
-from arctic_ref.runner.trace import TraceForcing, repeated_span_trace
+from arctic_ref.runner.trace_forcing import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.testing.drafts.replays import replay_by_id
 from arctic_ref.testing.oracles import brute_force_ngram

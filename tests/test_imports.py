@@ -1,0 +1,88 @@
+"""Light product imports (the product needs torch, numpy, safetensors and jaxtyping only), the kit's
+ImportError naming its extra, and the allowed dependency order of the sub-packages."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PRODUCT = ("arctic_ref", "arctic_ref.suffix", "arctic_ref.spec", "arctic_ref.parallel", "arctic_ref.model",
+           "arctic_ref.runner")  # fmt: skip
+
+
+def _run_without(blocked: tuple[str, ...], statement: str) -> subprocess.CompletedProcess[str]:
+    """``statement`` in a fresh interpreter where importing any of ``blocked`` raises ImportError."""
+    block = "".join(f"sys.modules[{name!r}] = None; " for name in blocked)
+    return subprocess.run(
+        [sys.executable, "-c", f"import sys; {block}{statement}"], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_product_imports_need_neither_hypothesis_nor_scipy() -> None:
+    """Every module of the product packages imports with the kit's and the tests' packages absent."""
+    statement = (
+        "import importlib, pkgutil; "
+        f"packages = [importlib.import_module(p) for p in {PRODUCT!r}]; "
+        "names = [m.name for p in packages[1:] for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.')]; "
+        "[importlib.import_module(n) for n in names]; "
+        "print(len(names), sorted(m for m, v in sys.modules.items() if v is not None and "
+        "(m.split('.')[0] in ('hypothesis', 'scipy') or m.startswith('arctic_ref.testing'))))"
+    )
+    done = _run_without(("hypothesis", "scipy", "matplotlib", "transformers", "beartype", "pytest"), statement)
+    assert done.returncode == 0, done.stderr
+    count, loaded = done.stdout.strip().split(" ", 1)
+    assert int(count) > 40 and loaded == "[]"
+
+
+def test_the_kit_without_its_extra_names_it() -> None:
+    for missing in ("hypothesis", "scipy"):
+        done = _run_without((missing,), "import arctic_ref.testing")
+        assert done.returncode != 0
+        assert f"arctic_ref.testing needs the 'testing' extra (missing: {missing})" in done.stderr
+        assert "pip install 'arctic-ref[testing]'" in done.stderr
+
+
+def test_importing_the_plot_module_selects_no_backend() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import arctic_ref.suffix.plot, sys; print('matplotlib.pyplot' in sys.modules)"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+LAYERS = {"types": 0, "suffix": 1, "parallel": 1, "spec": 2, "model": 3, "runner": 4, "testing": 5, "cli": 6,
+          "pytest_plugin": 6}  # fmt: skip
+"""The allowed dependency order (STYLE.md's import order): a sub-package imports only sub-packages
+of a lower layer, or its own (suffix and parallel are independent of each other)."""
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "arctic_ref" and len(parts) > 1 else None
+
+
+def test_sub_packages_depend_in_the_allowed_order() -> None:
+    """Every import in every module (including any inside a function) goes down the layers; so no
+    cycle between sub-packages can exist."""
+    root = Path(__file__).resolve().parents[1] / "arctic_ref"
+    bad, edges = [], 0
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        source = _part(module.removesuffix(".__init__"))
+        if source is None:
+            continue  # arctic_ref/__init__.py re-exports the public names
+        assert source in LAYERS, f"{module}: {source!r} has no layer in LAYERS"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            )  # fmt: skip
+            for target in targets:
+                dest = _part(target)
+                if dest is None or dest == source:
+                    continue
+                edges += 1
+                if LAYERS[dest] >= LAYERS[source]:
+                    bad.append(f"{module} imports {target} ({source} layer {LAYERS[source]} -> {dest} {LAYERS[dest]})")
+    assert edges > 50
+    assert not bad, "\n".join(bad)
