@@ -21,8 +21,9 @@ from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
 from arctic_ref.suffix.trace_file import TraceRequest, read_trace
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.batteries import BATTERY_IDS, Outcome, format_report, run_batteries
-from arctic_ref.testing.upstream import UpstreamSuffixDecodingCache
+from arctic_ref.testing.battery import Outcome
+from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
+from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
 
 log = logging.getLogger("arctic_ref")
 

@@ -6,31 +6,37 @@ L0, L2, L3, L5, L6 and L8 against the reference L0, with the reference's collect
 One spawn per world size runs all of that world's cases."""
 
 from collections import Counter
-from dataclasses import replace
 
 import pytest
 
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.plan import StepMode
-from arctic_ref.testing.conformance import LAYOUTS, LayoutCase, LayoutOutcome, compare, run_cases
-from arctic_ref.testing.cross_mode import check_cross_mode
-from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
-from arctic_ref.testing.isolation import check_interleaved_layouts
-from arctic_ref.testing.volumes import check_volumes
+from arctic_ref.testing.layouts.cross_mode import check_cross_mode
+from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
+from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
+from arctic_ref.testing.layouts.matrix import (
+    BY_NAME,
+    CONFORMANCE_PACKED,
+    CONFORMANCE_SPECULATIVE,
+    LAYOUTS,
+    LOW_BASELINES,
+    LOW_PRECISION,
+    LayoutCase,
+    LayoutOutcome,
+    compare,
+    run_cases,
+)
+from arctic_ref.testing.layouts.rank_figure import RankFigure, values
+from arctic_ref.testing.layouts.volume_check import check_volumes
 
 pytestmark = pytest.mark.multiproc
 LAYERS = 4
-BY_NAME = {case.name: case for case in LAYOUTS}
-LOW_PRECISION = tuple(replace(BY_NAME[n], dtype=d) for n in ("L3", "L7") for d in ("float32", "bfloat16"))
-LOW_BASELINES = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bfloat16"))
-SPECULATIVE = tuple(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8")) + tuple(
-    replace(BY_NAME[n], drafter="hybrid") for n in ("L3", "L6")
-)
-# The fused forward's structure (packed projections, RoPE after the exchange) with the torch ops.
-PACKED = (
-    *(replace(BY_NAME[n], kernels="packed") for n in ("L0", "L2", "L3", "L5", "L6", "L8")),
-    replace(BY_NAME["L6"], kernels="packed", drafter="suffix"),
-)
+SPECULATIVE = CONFORMANCE_SPECULATIVE
+PACKED = CONFORMANCE_PACKED
+
+
+def _all_passed(figures: tuple[RankFigure, ...]) -> None:
+    assert all(f.passed for f in figures), [f for f in figures if not f.passed]
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +122,19 @@ def test_packed_forward_makes_the_reference_collectives(
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_ulysses_exchanges(world: int) -> None:
-    for figures in spawn_ranks(check_exchanges, None, world_size=world, timeout_s=120):
-        assert figures == {"seq_to_heads_equals_oracle": 1.0, "round_trip_bitwise": 1.0, "all_gather_token_order": 1.0}
+    for figures in spawn_ranks(check_exchanges, world_size=world, timeout_s=120):
+        assert values(figures) == {"seq_to_heads_equals_oracle": 1.0, "round_trip_bitwise": 1.0,
+                                   "all_gather_token_order": 1.0}  # fmt: skip
+        _all_passed(figures)
 
 
 @pytest.mark.parametrize("sizes", [(2, 2), (4, 1)], ids=["S2xT2", "S4xT1"])
 def test_kv_cache_is_the_same_in_base_and_shift_mode(sizes: tuple[int, int]) -> None:
     """parallel.md §3.3 T2: per rank and layer, K and V at the prompt's slots agree to 1e-12."""
     for figures in spawn_ranks(check_kv_invariance, sizes, world_size=4, timeout_s=120):
-        assert figures["finite"] == 1.0
-        assert figures["max_abs"] <= 1e-12, figures
+        assert values(figures)["finite"] == 1.0
+        assert values(figures)["max_abs"] <= 1e-12, figures
+        _all_passed(figures)
 
 
 @pytest.mark.parametrize(("world", "sizes"), [(2, (2, 1)), (4, (2, 2))], ids=["S2xT1", "S2xT2"])
@@ -133,8 +142,9 @@ def test_comm_volumes_equal_the_formulas(world: int, sizes: tuple[int, int]) -> 
     """parallel.md §2.4 and §5.3: every BASE and SHIFT step's CountingComm elements and bytes per
     (op, group) equal ``comm_volume`` exactly; call counts per op family agree with CommDebugMode."""
     for figures in spawn_ranks(check_volumes, sizes, world_size=world, timeout_s=120):
-        assert figures == {"volumes_equal_formulas": 1.0, "bytes_equal_formulas": 1.0, "both_modes_seen": 1.0,
-                           "comm_debug_mode_agrees": 1.0}  # fmt: skip
+        assert values(figures) == {"volumes_equal_formulas": 1.0, "bytes_equal_formulas": 1.0, "both_modes_seen": 1.0,
+                                   "comm_debug_mode_agrees": 1.0}  # fmt: skip
+        _all_passed(figures)
 
 
 @pytest.mark.parametrize("kernels", ["reference", "packed"])
@@ -142,22 +152,27 @@ def test_cross_mode_steps_t3(kernels: str) -> None:
     """parallel.md §3.3 T3 (S2×T2, threshold 8): the modes BASE, 5×SHIFT, BASE, 2×SHIFT as
     specified; logits ≤ 1e-9 of the single-rank baseline and identical greedy tokens."""
     for figures in spawn_ranks(check_cross_mode, kernels, world_size=4, timeout_s=180):
-        assert figures["modes_as_specified"] == 1.0
-        assert figures["rows_compared"] == 1.0
-        assert figures["tokens_identical"] == 1.0
-        assert figures["max_abs"] <= 1e-9, figures
+        found = values(figures)
+        assert found["modes_as_specified"] == 1.0
+        assert found["rows_compared"] == 1.0
+        assert found["tokens_identical"] == 1.0
+        assert found["max_abs"] <= 1e-9, figures
+        _all_passed(figures)
 
 
 def test_shift_logits_come_back_in_vocab_order() -> None:
     """parallel.md §3.5: corrected gather ≡ baseline; the seed's raw gather swaps shards 1 and 2."""
-    for figures in spawn_ranks(check_logits_order, None, world_size=4, timeout_s=120):
-        assert figures["fixed_max_abs"] <= 1e-9
-        assert figures["raw_vs_swapped_max_abs"] <= 1e-9
-        assert figures["raw_vs_baseline_max_abs"] > 1e-3  # the fixture really reintroduces the bug
+    for figures in spawn_ranks(check_logits_order, world_size=4, timeout_s=120):
+        found = values(figures)
+        assert found["fixed_max_abs"] <= 1e-9
+        assert found["raw_vs_swapped_max_abs"] <= 1e-9
+        assert found["raw_vs_baseline_max_abs"] > 1e-3  # the fixture really reintroduces the bug
+        _all_passed(figures)
 
 
 def test_interleaved_runners_equal_their_solo_runs_and_touch_no_globals() -> None:
     """runner.md §1.4 item 4 (world 4): SP2×TP2 with shift and TP4 on the same ranks, stepped
     alternately; no arctic_ref module global changes while they run."""
-    for figures in spawn_ranks(check_interleaved_layouts, None, world_size=4, timeout_s=300):
-        assert figures == {"interleaved_equal_solo": True, "layouts_agree": True, "changed_globals": []}
+    for figures in spawn_ranks(check_interleaved_layouts, world_size=4, timeout_s=300):
+        assert values(figures) == {"interleaved_equal_solo": 1.0, "layouts_agree": 1.0, "unchanged_globals": 1.0}, figures
+        _all_passed(figures)

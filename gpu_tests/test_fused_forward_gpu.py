@@ -22,7 +22,7 @@ from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
-from arctic_ref.testing.steps import mixed_step
+from arctic_ref.testing.layouts.steps import mixed_step
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 CUDA = torch.device("cuda")

@@ -11,8 +11,8 @@ from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.runner.generate import GenerateJob, generate_on_rank
 from arctic_ref.suffix.trace_file import read_trace, write_trace
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.batteries import BATTERY_IDS, all_batteries
-from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE
+from arctic_ref.testing.check import BATTERY_IDS, all_batteries
+from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE
 
 
 def simulate(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, object]:

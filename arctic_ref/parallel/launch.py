@@ -12,11 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 import torch
 import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, start_processes
+
+Args = TypeVarTuple("Args")
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +35,8 @@ class RankFailed(RuntimeError):
 
 def _entry(
     index: int,
-    fn: Callable[[RankInfo, Any], Any],
-    arg: Any,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
     world: int,
     backend: str,
     workdir: str,
@@ -48,7 +51,7 @@ def _entry(
         timeout=timedelta(seconds=timeout_s),
     )  # fmt: skip
     try:
-        result = fn(RankInfo(index, world, backend), arg)
+        result = fn(RankInfo(index, world, backend), *args)
         torch.save(result, Path(workdir) / f"result-{index}.pt")
     except BaseException:
         (Path(workdir) / f"error-{index}.txt").write_text(traceback.format_exc())
@@ -69,24 +72,23 @@ def _other_errors(workdir: str, seen: int) -> str:
 
 
 def spawn_ranks(
-    fn: Callable[[RankInfo, Any], Any],
-    arg: Any,
-    *,
+    fn: Callable[[RankInfo, *Args], Result],
+    *args: *Args,
     world_size: int,
     backend: str = "gloo",
     timeout_s: float | int = 300.0,
-) -> list[Any]:
-    """``fn(RankInfo, arg)`` on every rank (``fn`` must be importable by name); returns each rank's
+) -> list[Result]:
+    """``fn(RankInfo, *args)`` on every rank (``fn`` must be importable by name); returns each rank's
     result. world_size 1 runs in-process without a process group."""
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1 (got {world_size})")
     if backend == "nccl" and world_size > torch.cuda.device_count():
         raise ValueError(f"world_size({world_size}) > visible GPUs({torch.cuda.device_count()})")
     if world_size == 1:
-        return [fn(RankInfo(0, 1, backend), arg)]
+        return [fn(RankInfo(0, 1, backend), *args)]
     with tempfile.TemporaryDirectory(prefix="arctic-ref-ranks-") as workdir:
         context = start_processes(  # type: ignore[no-untyped-call]
-            _entry, args=(fn, arg, world_size, backend, workdir, timeout_s), nprocs=world_size, join=False,
+            _entry, args=(fn, args, world_size, backend, workdir, timeout_s), nprocs=world_size, join=False,
             start_method="spawn",
         )  # fmt: skip
         deadline = time.monotonic() + timeout_s

@@ -19,7 +19,7 @@ from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
-from arctic_ref.testing.steps import mixed_step
+from arctic_ref.testing.layouts.steps import mixed_step
 
 SOLO = SoloComm(0)
 GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)

@@ -7,14 +7,14 @@ import time
 import pytest
 
 from arctic_ref.parallel.launch import RankFailed, spawn_ranks
-from arctic_ref.testing.launch_probes import hang_on_rank, raise_on_rank, sum_of_ranks
+from arctic_ref.testing.layouts.launch_probes import hang_on_rank, raise_on_rank, sum_of_ranks
 
 pytestmark = pytest.mark.multiproc
 
 
 def test_results_come_back_per_rank() -> None:
-    assert spawn_ranks(sum_of_ranks, None, world_size=3, timeout_s=60) == [3, 3, 3]
-    assert spawn_ranks(sum_of_ranks, None, world_size=1) == [0]
+    assert spawn_ranks(sum_of_ranks, world_size=3, timeout_s=60) == [3, 3, 3]
+    assert spawn_ranks(sum_of_ranks, world_size=1) == [0]
 
 
 def test_a_raising_rank_fails_the_run_with_its_error() -> None:
@@ -33,4 +33,4 @@ def test_a_hung_rank_fails_the_run_at_the_timeout() -> None:
 
 def test_bad_world_sizes() -> None:
     with pytest.raises(ValueError, match=r"world_size must be >= 1 \(got 0\)"):
-        spawn_ranks(sum_of_ranks, None, world_size=0)
+        spawn_ranks(sum_of_ranks, world_size=0)

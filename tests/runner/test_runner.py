@@ -21,8 +21,8 @@ from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
 from arctic_ref.runner.trace_forcing import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram
 from arctic_ref.testing.drafts.replays import replay_by_id
-from arctic_ref.testing.oracles import brute_force_ngram
 from arctic_ref.types import ReqId
 
 SOLO = SoloComm(0)

@@ -28,8 +28,8 @@ from arctic_ref.runner.speculator import (
 )
 from arctic_ref.spec.drafts import DraftConfig, DraftRow, DraftRules, arctic_config, propose_draft_token_ids
 from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
+from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram
 from arctic_ref.testing.drafts.replays import replay_by_id
-from arctic_ref.testing.oracles import brute_force_ngram
 
 CONFIG = tiny_config()
 SOLO = SoloComm(0)

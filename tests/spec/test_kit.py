@@ -3,9 +3,9 @@
 import pytest
 
 from arctic_ref.spec import rejection_sample, rejection_sample_loop, rejection_sample_with_noise
-from arctic_ref.testing.rejection_kit import Injectable, check_rejection_sampler
-from arctic_ref.testing.rejection_mutants import MUTATIONS, MutantLoop
-from arctic_ref.testing.rejection_report import Status
+from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
+from arctic_ref.testing.rejection.mutants import MUTATIONS, MutantLoop
+from arctic_ref.testing.rejection.report import Status
 
 
 def test_vectorised_full_report_is_clean() -> None:

@@ -18,8 +18,8 @@ from arctic_ref.spec import (
     rejection_sample_loop,
     rejection_sample_with_noise,
 )
-from arctic_ref.testing.rejection_corpus import random_case, random_noise
-from arctic_ref.testing.rejection_exact import layout_problem
+from arctic_ref.testing.rejection.corpus import random_case, random_noise
+from arctic_ref.testing.rejection.exact import layout_problem
 
 
 @given(st.integers(0, 2**31 - 1), st.sampled_from(["intended", "vllm"]))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, SuffixTree
-from arctic_ref.testing.oracles import NaiveSuffixIndex
-from arctic_ref.testing.stateful import SuffixIndex
-from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixTree
+from arctic_ref.testing.suffix.machines import SuffixIndex
+from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
+from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixTree
 
 TREES: list[Callable[[int], SuffixIndex]] = [SuffixTree, NaiveSuffixIndex]
 if UPSTREAM_AVAILABLE:

@@ -7,7 +7,7 @@ import pytest
 from arctic_ref.suffix import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
+from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 
 PARAMETERS = [(32, 1.0, 0.0, 0.1), (16, 2.0, 1.0, 0.0), (8, 0.5, -1.0, 0.3)]
 

@@ -85,13 +85,11 @@ def trace_drafts(drafter: Drafter | HiddenStateDrafter) -> DraftTrace:
         assert driver.last is not None
         steps.append(tuple(zip(driver.last.req_ids, driver.last.spec_token_ids, strict=True)))
     stats = drafter.stats if isinstance(drafter, SuffixDrafter | SpeculatorDrafter) else DraftStats()
-    return DraftTrace(
-        drafts=tuple(steps), outputs=tuple(r.output_token_ids for r in driver.results()), stats=stats
-    )
+    return DraftTrace(drafts=tuple(steps), outputs=tuple(r.output_token_ids for r in driver.results()), stats=stats)
 
 
 def first_difference(intended: DraftTrace, replayed: DraftTrace) -> str:
-    """"step s, request r: intended [...] vs replayed [...]" at the first differing draft, or ""."""
+    """ "step s, request r: intended [...] vs replayed [...]" at the first differing draft, or ""."""
     for step, (mine, theirs) in enumerate(zip(intended.drafts, replayed.drafts, strict=False)):
         for (req, a), (_, b) in zip(mine, theirs, strict=False):
             if a != b:

@@ -48,7 +48,11 @@ def batch_global_budget(rows: Sequence[DraftRow], config: DraftConfig, chosen: S
     """B3: one budget for the whole batch, the minimum over rows (with N + ℓ); ≤ 0 empties all."""
     budget = min(
         (
-            min(config.num_speculative_tokens, MAX_SPEC_LEN, config.max_model_len - row.num_tokens - len(row.sampled) - 1)
+            min(
+                config.num_speculative_tokens,
+                MAX_SPEC_LEN,
+                config.max_model_len - row.num_tokens - len(row.sampled) - 1,
+            )
             for row in rows
         ),
         default=0,
@@ -60,7 +64,8 @@ def batch_min_lengths(rows: Sequence[DraftRow], config: DraftConfig, chosen: Seq
     """B3 as runner.md §2.4 words it (the runner's former ``batch_min_lengths`` fixture): one
     batch-wide minimum of M − N − 1 over the rows with a sample (the true N, no ℓ)."""
     shortest = min(
-        (config.max_model_len - row.num_tokens - 1 for row in rows if row.sampled), default=config.num_speculative_tokens
+        (config.max_model_len - row.num_tokens - 1 for row in rows if row.sampled),
+        default=config.num_speculative_tokens,
     )
     k = max(0, min(config.num_speculative_tokens, MAX_SPEC_LEN, shortest))
     return [k if row.sampled and not took else 0 for row, took in zip(rows, chosen, strict=True)]

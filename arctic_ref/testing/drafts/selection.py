@@ -134,7 +134,11 @@ def _b4_boundaries(rules: DraftRules) -> tuple[bool, str]:
     hybrid = DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=4096, enable_suffix_decoding=True)
     tokens = [40, 41, 42, 43, 44, 45, 50, 40, 41, 42]
     drafts = propose_draft_token_ids(
-        [_row("k", tokens)], hybrid, suffix_cache=SuffixDecodingCache(64), arctic_drafter=CountingProposer(), rules=rules
+        [_row("k", tokens)],
+        hybrid,
+        suffix_cache=SuffixDecodingCache(64),
+        arctic_drafter=CountingProposer(),
+        rules=rules,
     )
     if drafts[0] != [43, 44, 45]:
         problems.append(f"score = k in hybrid gave {drafts[0]}, not the suffix draft [43, 44, 45]")

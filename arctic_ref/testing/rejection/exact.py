@@ -17,15 +17,15 @@ from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
 from arctic_ref.spec.rejection import parse_output, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.generation import GREEDY_DRAFTERS, greedy_generation_matches
-from arctic_ref.testing.rejection_corpus import (
+from arctic_ref.testing.rejection.corpus import (
     RejectionCase,
     clone_generators,
     make_metadata,
     random_case,
     random_noise,
 )
-from arctic_ref.testing.rejection_report import CheckResult, NoiseInjector, RejectionSampleFn, Status
+from arctic_ref.testing.rejection.report import CheckResult, NoiseInjector, RejectionSampleFn, Status
+from arctic_ref.testing.rejection.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
 
 
 @dataclass(slots=True, kw_only=True)

@@ -9,7 +9,7 @@ import torch.distributed as dist
 from arctic_ref.parallel.launch import RankInfo
 
 
-def sum_of_ranks(info: RankInfo, _: object) -> int:
+def sum_of_ranks(info: RankInfo) -> int:
     x = torch.tensor([float(info.rank)])
     if dist.is_initialized():  # world 1 runs in-process without a group
         dist.all_reduce(x)

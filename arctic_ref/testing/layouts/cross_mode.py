@@ -15,6 +15,7 @@ from arctic_ref.parallel.plan import StepMode
 from arctic_ref.runner.engine import EngineConfig, RequestDriver, RequestResult, SampleRecord, build_runner
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.testing.layouts.rank_figure import RankFigure, at_most, holds
 
 THRESHOLD = 8
 PROMPTS = (tuple(range(3, 16)), tuple(range(40, 45)), tuple(range(100, 112)))  # A 13, B 5, C 12 tokens
@@ -55,7 +56,7 @@ def run_cross_mode(layout: ParallelLayout, groups: RankGroups, kernels: str = "r
     return CrossModeRun(results=tuple(driver.results()), records=tuple(records), modes=tuple(modes))
 
 
-def check_cross_mode(info: RankInfo, kernels: str) -> dict[str, float]:
+def check_cross_mode(info: RankInfo, kernels: str) -> tuple[RankFigure, ...]:
     """S=2, T=2 with shift against the single-rank baseline computed on this rank."""
     solo = SoloComm(0)
     baseline = run_cross_mode(ParallelLayout(1, 1, 1), RankGroups(rank=0, tp=solo, sp=solo, shift=solo))
@@ -63,11 +64,9 @@ def check_cross_mode(info: RankInfo, kernels: str) -> dict[str, float]:
     run = run_cross_mode(layout, build_groups(layout, info.rank), kernels)
     by_key = {(r.prompt_index, r.num_tokens): r for r in baseline.records}
     worst = max(float((r.logits - by_key[(r.prompt_index, r.num_tokens)].logits).abs().max()) for r in run.records)
-    return {
-        "max_abs": worst,
-        "tokens_identical": float(
-            [r.output_token_ids for r in run.results] == [r.output_token_ids for r in baseline.results]
-        ),
-        "modes_as_specified": float(run.modes == EXPECTED_MODES),
-        "rows_compared": float(len(run.records) == len(baseline.records) == sum(MAX_TOKENS)),
-    }
+    return (
+        at_most("max_abs", worst, 1e-9),
+        holds("tokens_identical", [r.output_token_ids for r in run.results] == [r.output_token_ids for r in baseline.results]),
+        holds("modes_as_specified", run.modes == EXPECTED_MODES, f"modes {[str(m) for m in run.modes]}"),
+        holds("rows_compared", len(run.records) == len(baseline.records) == sum(MAX_TOKENS)),
+    )

@@ -4,7 +4,7 @@ rank, and compare a layout's logits and tokens with the single-rank baseline L0.
 The rank workers are module-level functions so ``spawn_ranks`` can start them by name."""
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -30,10 +30,11 @@ from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import Kind, speculator_for
 from arctic_ref.spec.drafts import arctic_config
-from arctic_ref.testing.cross_mode import check_cross_mode
-from arctic_ref.testing.exchanges import check_exchanges, check_kv_invariance, check_logits_order
-from arctic_ref.testing.isolation import check_interleaved_layouts
-from arctic_ref.testing.volumes import check_volumes
+from arctic_ref.testing.layouts.cross_mode import check_cross_mode
+from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
+from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
+from arctic_ref.testing.layouts.rank_figure import RankFigure, prefixed
+from arctic_ref.testing.layouts.volume_check import check_volumes
 
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
 
@@ -76,6 +77,33 @@ LAYOUTS: tuple[LayoutCase, ...] = (
     LayoutCase(name="L8", tp=1, sp=2, shift_threshold=16),
 )
 L9 = LayoutCase(name="L9", tp=2, sp=4, shift_threshold=16)  # the worked 8-GPU layout: GPU suite only
+BY_NAME = {case.name: case for case in (*LAYOUTS, L9)}
+
+# The case lists ``arctic-ref check`` (layout_batteries) and ``conformance/`` run, kept in one place.
+LOW_PRECISION: tuple[LayoutCase, ...] = tuple(
+    replace(BY_NAME[n], dtype=d) for n in ("L3", "L7") for d in ("float32", "bfloat16")
+)
+"""float32 and bfloat16 on L3 and L7, against ``LOW_BASELINES`` under the tolerance table."""
+LOW_BASELINES: tuple[LayoutCase, ...] = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bfloat16"))
+CHECK_DRAFTERS = ("ngram", "suffix", "oracle", "junk", "arctic-mlp", "arctic-lstm", "hybrid")
+"""check's spec-lossless battery: every drafter on L0, L3 and L6."""
+CHECK_PACKED: tuple[LayoutCase, ...] = tuple(replace(BY_NAME[n], kernels="packed") for n in ("L3", "L6"))
+CONFORMANCE_SPECULATIVE: tuple[LayoutCase, ...] = (
+    *(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8")),
+    *(replace(BY_NAME[n], drafter="hybrid") for n in ("L3", "L6")),
+)
+CONFORMANCE_PACKED: tuple[LayoutCase, ...] = (
+    *(replace(BY_NAME[n], kernels="packed") for n in ("L0", "L2", "L3", "L5", "L6", "L8")),
+    replace(BY_NAME["L6"], kernels="packed", drafter="suffix"),
+)
+"""The fused forward's structure (packed projections, RoPE after the exchange) with the torch ops."""
+
+
+def check_speculative(reference: tuple[tuple[int, ...], ...]) -> tuple[LayoutCase, ...]:
+    """``CHECK_DRAFTERS`` on L0, L3 and L6; ``reference`` (L0's outputs) feeds the oracle drafter."""
+    return tuple(
+        replace(BY_NAME[n], drafter=d, reference=reference) for n in ("L0", "L3", "L6") for d in CHECK_DRAFTERS
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,7 +235,7 @@ class WorldOutcome:
     ``conformance/`` asserts the checks on every rank."""
 
     layouts: list[LayoutOutcome]
-    checks: dict[str, float]
+    checks: tuple[RankFigure, ...]
 
 
 def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | None:
@@ -215,19 +243,14 @@ def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | N
     KV invariance (T2), cross-mode steps (T3), shift-logit order and isolation: one spawn per world
     size, as ``arctic-ref check`` runs it."""
     layouts = [run_case(info, case) for case in cases]
-    checks = {f"exchanges.{k}": v for k, v in check_exchanges(info, None).items()}
-    sizes = (2, info.world_size // 2)
-    checks |= {f"volumes.S{sizes[0]}xT{sizes[1]}.{k}": v for k, v in check_volumes(info, sizes).items()}
-    if info.world_size == 4:
+    world = info.world_size
+    checks = (*prefixed("exchanges", check_exchanges(info)),
+              *prefixed(f"volumes.S2xT{world // 2}", check_volumes(info, (2, world // 2))))  # fmt: skip
+    if world == 4:
         for kernels in ("reference", "packed"):
-            checks |= {f"cross-mode-T3.{kernels}.{k}": v for k, v in check_cross_mode(info, kernels).items()}
-        for sizes in ((2, 2), (4, 1)):
-            checks |= {
-                f"kv-invariance.S{sizes[0]}xT{sizes[1]}.{k}": v for k, v in check_kv_invariance(info, sizes).items()
-            }
-        checks |= {f"logits-order.{k}": v for k, v in check_logits_order(info, None).items()}
-        isolation = check_interleaved_layouts(info, None)
-        checks["no-globals.interleaved_equal_solo"] = float(isolation["interleaved_equal_solo"])
-        checks["no-globals.layouts_agree"] = float(isolation["layouts_agree"])
-        checks["no-globals.unchanged_globals"] = float(not isolation["changed_globals"])
+            checks += prefixed(f"cross-mode-T3.{kernels}", check_cross_mode(info, kernels))
+        for sp, tp in ((2, 2), (4, 1)):
+            checks += prefixed(f"kv-invariance.S{sp}xT{tp}", check_kv_invariance(info, (sp, tp)))
+        checks += prefixed("logits-order", check_logits_order(info))
+        checks += prefixed("no-globals", check_interleaved_layouts(info))
     return WorldOutcome(layouts=layouts, checks=checks) if info.rank == 0 else None

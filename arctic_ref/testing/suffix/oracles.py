@@ -252,18 +252,3 @@ def _budget(m: int, factor: np.float32, offset: np.float32, max_spec_tokens: int
     c = float(s) + 1e-6
     t = INT32_MIN if not math.isfinite(c) or not INT32_MIN <= math.trunc(c) <= INT32_MAX else math.trunc(c)
     return max(0, min(max_spec_tokens, t))
-
-
-def brute_force_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int, *, overlap: bool) -> list[int]:
-    """Both vLLM n-gram rules by exhaustive search: for n from max_n down to min_n, every start j
-    whose n tokens equal the last n (j ≤ N − 2n without overlap, j ≤ N − n − 1 with it); the first
-    start's k following tokens."""
-    size = len(tokens)
-    for n in range(max_n, min_n - 1, -1):
-        if n >= size:
-            continue
-        limit = size - n if overlap else size - 2 * n + 1
-        starts = [j for j in range(max(0, limit)) if list(tokens[j : j + n]) == list(tokens[size - n :])]
-        if starts:
-            return list(tokens[starts[0] + n : starts[0] + n + k])
-    return []

@@ -18,15 +18,15 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
-from arctic_ref.testing.rejection_exact import Candidate, exact_checks
-from arctic_ref.testing.rejection_report import (
+from arctic_ref.testing.rejection.exact import Candidate, exact_checks
+from arctic_ref.testing.rejection.report import (
     KNOWN_DIFFERENCE_OF_CHECK,
     ConformanceReport,
     NoiseInjector,
     RejectionSampleFn,
     Status,
 )
-from arctic_ref.testing.rejection_stats import statistical_checks
+from arctic_ref.testing.rejection.stats import statistical_checks
 
 
 @contextmanager

@@ -3,7 +3,6 @@ and TP4), their steps interleaved, each equal to its solo run; and no module-lev
 arctic_ref changes while they run."""
 
 import sys
-from typing import Any
 
 from arctic_ref.model.config import tiny_config
 from arctic_ref.model.weights import random_weights
@@ -15,6 +14,7 @@ from arctic_ref.runner.engine import EngineConfig, RequestDriver, build_runner, 
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.testing.layouts.rank_figure import RankFigure, holds
 
 
 def module_state() -> dict[tuple[str, str], tuple[int, tuple[int, ...]]]:
@@ -33,7 +33,7 @@ def module_state() -> dict[tuple[str, str], tuple[int, tuple[int, ...]]]:
     return state
 
 
-def check_interleaved_layouts(info: RankInfo, _: object) -> dict[str, Any]:
+def check_interleaved_layouts(info: RankInfo) -> tuple[RankFigure, ...]:
     """World 4. Solo runs first, then the two runners stepped alternately on fresh state."""
     model = tiny_config()
     weights = random_weights(model, 0)
@@ -59,8 +59,8 @@ def check_interleaved_layouts(info: RankInfo, _: object) -> dict[str, Any]:
         active = [d for d in active if d.step()]
     after = module_state()
     changed = sorted(f"{m}.{k}" for k in set(before) | set(after) for m in [k[0]] if before.get(k) != after.get(k))
-    return {
-        "interleaved_equal_solo": all(d.results() == s for d, s in zip(drivers, solo, strict=True)),
-        "layouts_agree": [r.output_token_ids for r in solo[0]] == [r.output_token_ids for r in solo[1]],
-        "changed_globals": changed,
-    }
+    return (
+        holds("interleaved_equal_solo", all(d.results() == s for d, s in zip(drivers, solo, strict=True))),
+        holds("layouts_agree", [r.output_token_ids for r in solo[0]] == [r.output_token_ids for r in solo[1]]),
+        holds("unchanged_globals", not changed, f"changed: {changed}"),
+    )

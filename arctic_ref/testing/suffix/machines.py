@@ -3,7 +3,7 @@
 Users test their own implementation by passing it in beside ours::
 
     from hypothesis.stateful import run_state_machine_as_test
-    from arctic_ref.testing.stateful import Implementation, SuffixTreeMachine, reference_trees
+    from arctic_ref.testing.suffix.machines import Implementation, SuffixTreeMachine, reference_trees
 
     impls = [*reference_trees(), Implementation(name="mine", make_tree=MyTree, rejects_bad_input=False)]
     run_state_machine_as_test(lambda: SuffixTreeMachine(impls))
@@ -26,8 +26,8 @@ from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.draft import Draft
 from arctic_ref.suffix.tree import SuffixTree
 from arctic_ref.suffix.validate import SuffixInputError
-from arctic_ref.testing.oracles import NaiveSuffixIndex
-from arctic_ref.testing.strategies import (
+from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
+from arctic_ref.testing.suffix.strategies import (
     DEPTHS,
     SEQ_IDS,
     SpeculateArgs,
@@ -35,7 +35,7 @@ from arctic_ref.testing.strategies import (
     copied_tokens,
     speculate_args,
 )
-from arctic_ref.testing.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
+from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ from arctic_ref.parallel.volume import comm_volume
 from arctic_ref.runner.engine import EngineConfig, RequestDriver, build_runner
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
+from arctic_ref.testing.layouts.rank_figure import RankFigure, holds
 
 FAMILIES = {"all_reduce": "allreduce", "all_to_all": "alltoall", "all_gather": "allgather"}
 
@@ -29,7 +30,7 @@ def _by_key(calls: list[CommCall]) -> tuple[Counter[tuple[str, str]], Counter[tu
     return elements, sent
 
 
-def check_volumes(info: RankInfo, sizes: tuple[int, int]) -> dict[str, float]:
+def check_volumes(info: RankInfo, sizes: tuple[int, int]) -> tuple[RankFigure, ...]:
     """S×T = world, shift threshold 8: a 13- and a 5-token prefill (BASE), then decodes (SHIFT)."""
     sp, tp = sizes
     layout = ParallelLayout(info.world_size, tp, sp)
@@ -59,9 +60,9 @@ def check_volumes(info: RankInfo, sizes: tuple[int, int]) -> dict[str, float]:
     for op, count in debug.get_comm_counts().items():
         family = next((f for f in FAMILIES.values() if f in str(op)), str(op))
         torch_counts[family] += count
-    return {
-        "volumes_equal_formulas": float(volumes_equal),
-        "bytes_equal_formulas": float(bytes_equal),
-        "both_modes_seen": float(modes == {StepMode.BASE, StepMode.SHIFT}),
-        "comm_debug_mode_agrees": float(ours == torch_counts and sum(ours.values()) > 0),
-    }
+    return (
+        holds("volumes_equal_formulas", volumes_equal),
+        holds("bytes_equal_formulas", bytes_equal),
+        holds("both_modes_seen", modes == {StepMode.BASE, StepMode.SHIFT}),
+        holds("comm_debug_mode_agrees", ours == torch_counts and sum(ours.values()) > 0, f"{ours} vs {torch_counts}"),
+    )

@@ -21,8 +21,8 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import draw_noise
 from arctic_ref.spec.rejection import recover
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
-from arctic_ref.testing.rejection_report import CheckResult, RejectionSampleFn, Status
+from arctic_ref.testing.rejection.report import CheckResult, RejectionSampleFn, Status
+from arctic_ref.testing.rejection.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
 
 FAMILY_ALPHA: Final = 1e-4
 VOCAB: Final = 16

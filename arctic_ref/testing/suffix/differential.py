@@ -9,8 +9,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from arctic_ref.testing.stateful import Implementation, InspectableIndex, SuffixIndex, pack
-from arctic_ref.testing.strategies import DEPTHS, FACTORS, MAX_SPEC_TOKENS, MIN_PROBS, OFFSETS, SEQ_IDS
+from arctic_ref.testing.suffix.machines import Implementation, InspectableIndex, SuffixIndex, pack
+from arctic_ref.testing.suffix.strategies import DEPTHS, FACTORS, MAX_SPEC_TOKENS, MIN_PROBS, OFFSETS, SEQ_IDS
 
 
 @dataclass(slots=True, kw_only=True)

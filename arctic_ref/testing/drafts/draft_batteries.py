@@ -1,0 +1,142 @@
+"""The drafting batteries of ``arctic-ref check``: the selection suite and its bug replays, the
+replays in a running runner, the suffix cache rules, the speculators and n-gram rules."""
+
+import random
+
+import torch
+
+from arctic_ref.runner.drafters import SpeculatorDrafter, SuffixDrafter, ngram_draft, ngram_draft_longest
+from arctic_ref.runner.speculator import (
+    ArcticSpeculator,
+    SpeculatorConfig,
+    propose_literal,
+    select_hidden_rows,
+    speculator_for,
+    speculator_weights,
+)
+from arctic_ref.spec.drafts import INTENDED_RULES, DraftRow, arctic_config
+from arctic_ref.testing.battery import BatteryResult, Outcome
+from arctic_ref.testing.drafts.in_runner import check_replays_in_runner
+from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram
+from arctic_ref.testing.drafts.replays import BUG_REPLAYS, replay_by_id
+from arctic_ref.testing.drafts.selection import check_draft_selection
+
+
+def draft_selection() -> BatteryResult:
+    """Intended rules pass every check; each seed bug replay fails a check named by it."""
+    intended = [c for c in check_draft_selection() if not c.passed]
+    uncaught = [
+        r.id for r in BUG_REPLAYS
+        if r.must_fail and not any(not c.passed and r.id in c.replays for c in check_draft_selection(r.rules))
+    ]  # fmt: skip
+    problems = [f"intended fails {c.id}" for c in intended] + [f"{rid} not caught" for rid in uncaught]
+    return BatteryResult(
+        name="draft selection and seed bug replays (B1-B4)",
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        compared=len(BUG_REPLAYS),
+        figures={"replays caught": str(sum(1 for r in BUG_REPLAYS if r.must_fail) - len(uncaught))},
+        detail="; ".join(problems),
+    )
+
+
+def draft_replays_in_runner() -> BatteryResult:
+    """Each replay's ``DraftRules`` injected into a running ``ReferenceRunner`` (suffix and hybrid
+    drafters): its drafts differ from the intended run's at some step (B4-literal: never), and greedy
+    output stays lossless."""
+    results = check_replays_in_runner(BUG_REPLAYS)
+    problems = [f"{r.replay_id} under {r.drafter} not lossless" for r in results if not r.lossless]
+    problems += [
+        f"{r.replay_id} changed drafts ({r.first_difference})" for r in results if not r.must_fail and r.differs
+    ]
+    caught = {r.replay_id for r in results if r.must_fail and r.differs}
+    problems += [f"{r.id} not caught in the runner" for r in BUG_REPLAYS if r.must_fail and r.id not in caught]
+    first = {r.replay_id: r.first_difference.split(":")[0] for r in results if r.differs and r.drafter == "hybrid"}
+    return BatteryResult(
+        name="draft replays in the runner (suffix, hybrid): caught, lossless", compared=len(results),
+        outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
+        figures={"caught": f"{len(caught)}/{sum(r.must_fail for r in BUG_REPLAYS)}",
+                 **{f"{rid} at": where for rid, where in first.items()}},
+    )  # fmt: skip
+
+
+def _draft_row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> DraftRow:
+    return DraftRow(req_id=req, token_ids=tokens, num_prompt_tokens=prompt, sampled=sampled)
+
+
+def suffix_runner_rules() -> BatteryResult:
+    """runner.md §2.1 (lazy start, stop when absent, evict on return) and §2.2 (pattern, max_spec),
+    with the seed's doubled-pattern bug (#132) as a fixture that must be caught."""
+    problems = []
+    drafter = SuffixDrafter.build(1024)
+    cache = drafter.cache
+    drafter.propose([_draft_row("a", [1, 2, 3], 3, [])])
+    if "a" in cache.active_requests:
+        problems.append("partial prefill started the request")
+    drafter.propose([_draft_row("a", [1, 2, 3, 4], 3, [4]), _draft_row("b", [5, 6, 7], 2, [7])])
+    drafter.propose([_draft_row("b", [5, 6, 7, 8], 2, [8])])
+    if "a" in cache.active_requests or "a" not in cache.cached_requests:
+        problems.append("absent request not stopped")
+    drafter.propose([_draft_row("a", [1, 2, 3, 4, 9], 3, [9])])
+    if "a" not in cache.active_requests:
+        problems.append("returning request not restarted")
+    near_end = SuffixDrafter.build(12)
+    near_end.propose([_draft_row("c", [1, 2, 3, 1, 2, 3, 1, 2, 3], 3, [3])])
+    long = near_end.propose([_draft_row("c", [1, 2, 3, 1, 2, 3, 1, 2, 3, 1], 3, [1])])[0]
+    if len(long) > 12 - 10 - 1:
+        problems.append(f"draft {long} reaches past max_model_len - 1")
+    history = [1, 2, 3, 4, 5, 1, 2, 3, 9, 9, 1, 2, 3]
+    rows = [_draft_row("r", history[:k], 3, [history[k - 1]]) for k in range(4, len(history) + 1)]
+    intended, buggy = SuffixDrafter.build(1024), SuffixDrafter.build(1024, rules=replay_by_id("B1").rules)
+    if [intended.propose([r])[0] for r in rows] == [buggy.propose([r])[0] for r in rows]:
+        problems.append("the #132 doubled-pattern fixture is not caught")
+    return BatteryResult(name="suffix-runner: cache rules, pattern, max_spec, #132 fixture", compared=6,
+                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems))  # fmt: skip
+
+
+def speculator_checks() -> BatteryResult:
+    """runner.md §2.4–2.5, §2.3: batched speculators ≡ the literal per-row loop (float64), the
+    hidden-row example, the seed's batch-wide cut and hybrid blanking caught by their checks, and
+    both n-gram rules against a brute-force matcher."""
+    problems, compared = [], 0
+    g = torch.Generator().manual_seed(0)
+    for config in (SpeculatorConfig(kind="mlp"), SpeculatorConfig(kind="mlp", tie_weights=True),
+                   SpeculatorConfig(kind="lstm", tie_weights=True)):  # fmt: skip
+        speculator = ArcticSpeculator(config, speculator_weights(config, 1))
+        hidden = torch.randn(16, config.input_dim, dtype=torch.float64, generator=g)
+        tokens = torch.randint(0, config.vocab_size, (16,), generator=g)
+        compared += 16
+        if speculator.propose(hidden, tokens, 3).tolist() != propose_literal(speculator, hidden, tokens.tolist(), 3):
+            problems.append(f"{config.kind} tied={config.tie_weights}: batched != literal")
+    if select_hidden_rows(torch.zeros(8, 4), [3, 0, 2], [[1, 2], [3], [4, 5, 6]]) != [1, 4, 7]:
+        problems.append("hidden-row example")
+    rows = [_draft_row("a", list(range(98)), 2, [7]), _draft_row("b", list(range(10)), 2, [8]),
+            _draft_row("c", list(range(12)), 2, [])]  # fmt: skip
+    hidden = torch.randn(3, 128, dtype=torch.float64, generator=g)
+    speculator = speculator_for(128, 512, "mlp", 1, torch.float64)
+    lengths = {
+        replay: [len(d) for d in SpeculatorDrafter(arctic_config(100), speculator, rules).propose_with_hidden(rows, hidden, [0, 0, 0])]
+        for replay, rules in (("intended", INTENDED_RULES), ("B3-runner", replay_by_id("B3-runner").rules))
+    }  # fmt: skip
+    if lengths["intended"] != [1, 3, 0] or lengths["B3-runner"] == lengths["intended"]:
+        problems.append(f"per-row cut or its batch-wide fixture: {lengths}")
+    hybrid = arctic_config(1024, hybrid=True)
+    repeated = _draft_row("r", [7, 8, 9, 10] * 6, 23, [10])  # the prompt repeats: its suffix score reaches k
+    rows = [repeated, _draft_row("s", [501, 502, 503, 504], 2, [504]), _draft_row("t", list(range(12)), 2, [])]
+    hidden = torch.randn(3, 128, dtype=torch.float64, generator=g)
+    per_row, blanked = (
+        SpeculatorDrafter(hybrid, speculator, rules).propose_with_hidden(rows, hidden, [0, 0, 0])
+        for rules in (INTENDED_RULES, replay_by_id("B2").rules)
+    )
+    if not per_row[0] or not per_row[1] or blanked[1] or per_row[0] != blanked[0]:
+        problems.append(f"hybrid per-row choice or its blanking fixture: {per_row} vs {blanked}")
+    rng = random.Random(0)
+    for _ in range(500):
+        tokens_list = [rng.randrange(3) for _ in range(rng.randrange(1, 25))]
+        lo = rng.randrange(1, 4)
+        hi = lo + rng.randrange(3)
+        compared += 2
+        for rule, overlap in ((ngram_draft, False), (ngram_draft_longest, True)):
+            if rule(tokens_list, 3, lo, hi) != brute_force_ngram(tokens_list, 3, lo, hi, overlap=overlap):
+                problems.append(f"{rule.__name__}({tokens_list}, {lo}..{hi})")
+    return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules", compared=compared,
+                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]))  # fmt: skip

@@ -1,0 +1,1 @@
+"""The rejection-sampler conformance kit: exact and statistical checks against any sampler."""

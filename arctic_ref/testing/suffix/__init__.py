@@ -1,0 +1,1 @@
+"""Suffix decoding: the naive oracle, the Hypothesis strategies, the state machines, the upstream adapters."""
