@@ -14,7 +14,7 @@ from arctic_ref.testing.drafts.in_runner import (
     DraftTrace,
     check_replay_in_runner,
     first_difference,
-    make_drafter,
+    replay_drafter,
     trace_drafts,
 )
 from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay, replay_by_id
@@ -39,8 +39,8 @@ def test_runner_drafting_runs_the_injected_rules(name: str) -> None:
     """Every stage the runner's drafts come from is the injected ``DraftRules`` value: the recording
     stages run in the runner, and the drafts equal those of the plain intended rules."""
     calls: list[str] = []
-    recorded = trace_drafts(make_drafter(name, _recording(calls)))
-    plain = trace_drafts(make_drafter(name, INTENDED_RULES))
+    recorded = trace_drafts(replay_drafter(name, _recording(calls)))
+    plain = trace_drafts(replay_drafter(name, INTENDED_RULES))
     assert first_difference(plain, recorded) == ""
     assert calls.count("suffix_query") > 10
     assert ("arctic_budgets" in calls) == (name == "hybrid")
@@ -50,7 +50,7 @@ def test_runner_drafting_runs_the_injected_rules(name: str) -> None:
 def test_adapters_refuse_configs_that_are_not_theirs() -> None:
     with pytest.raises(ValueError, match="needs method 'suffix', got 'arctic'"):
         SuffixDrafter(DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=64))
-    hybrid = make_drafter("hybrid", INTENDED_RULES)
+    hybrid = replay_drafter("hybrid", INTENDED_RULES)
     assert isinstance(hybrid, SpeculatorDrafter)
     with pytest.raises(ValueError, match="needs an Arctic method, got 'suffix'"):
         SpeculatorDrafter(DraftConfig(method="suffix", num_speculative_tokens=3, max_model_len=64), hybrid.speculator)
@@ -59,7 +59,7 @@ def test_adapters_refuse_configs_that_are_not_theirs() -> None:
 @pytest.fixture(scope="module")
 def shared() -> tuple[DraftTrace, DraftTrace]:
     """The no-draft baseline and the intended hybrid run, shared by the replays."""
-    return trace_drafts(NoDrafter()), trace_drafts(make_drafter("hybrid", INTENDED_RULES))
+    return trace_drafts(NoDrafter()), trace_drafts(replay_drafter("hybrid", INTENDED_RULES))
 
 
 @pytest.mark.parametrize("replay", BUG_REPLAYS, ids=lambda r: r.id)
@@ -81,4 +81,4 @@ def test_unknown_replay_and_drafter_are_named() -> None:
     with pytest.raises(ValueError, match="unknown bug replay 'B9'; known: B1, B2"):
         replay_by_id("B9")
     with pytest.raises(ValueError, match="unknown drafter 'eagle'"):
-        make_drafter("eagle", INTENDED_RULES)
+        replay_drafter("eagle", INTENDED_RULES)

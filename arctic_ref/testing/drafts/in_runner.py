@@ -61,7 +61,7 @@ class RunnerReplayResult:
         return bool(self.first_difference)
 
 
-def make_drafter(name: str, rules: DraftRules) -> Drafter | HiddenStateDrafter:
+def replay_drafter(name: str, rules: DraftRules) -> Drafter | HiddenStateDrafter:
     if name == "suffix":
         return SuffixDrafter(suffix_config(MAX_MODEL_LEN), rules)
     if name == "hybrid":
@@ -107,8 +107,8 @@ def check_replay_in_runner(
     """Run ``replay.rules`` and the intended rules under ``drafter``; pass in ``baseline`` (no
     drafts) and ``intended`` to share them between replays."""
     base = baseline or trace_drafts(NoDrafter())
-    mine = intended or trace_drafts(make_drafter(drafter, INTENDED_RULES))
-    theirs = trace_drafts(make_drafter(drafter, replay.rules))
+    mine = intended or trace_drafts(replay_drafter(drafter, INTENDED_RULES))
+    theirs = trace_drafts(replay_drafter(drafter, replay.rules))
     return RunnerReplayResult(
         replay_id=replay.id,
         drafter=drafter,
@@ -127,7 +127,7 @@ def check_replays_in_runner(
     baseline = trace_drafts(NoDrafter())
     out = []
     for name in DRAFTERS:
-        intended = trace_drafts(make_drafter(name, INTENDED_RULES))
+        intended = trace_drafts(replay_drafter(name, INTENDED_RULES))
         for replay in replays:
             if progress is not None:
                 progress(f"    {replay.id} under {name} ...")
