@@ -25,8 +25,6 @@ from arctic_ref.testing.battery import Outcome
 from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
 from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
 
-log = logging.getLogger("arctic_ref")
-
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
@@ -207,7 +205,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--only", help=f"comma-separated battery ids: {', '.join(BATTERY_IDS)}")
     check.set_defaults(run=_check)
-    gen = commands.add_parser("generate", help="generate with a layout and drafter (spec runner.md §4)")
+    gen = commands.add_parser("generate", help="generate with a layout and drafter (runner.md §4)")
     gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")
     gen.add_argument("--seed", type=int, default=0, help="weights of tiny")
     gen.add_argument("--dtype", choices=list(DTYPES), default="float64")
@@ -237,7 +235,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--cuda-graphs", action="store_true", help="capture and replay CUDA graphs (--device cuda)")
     gen.add_argument("--json", action="store_true", help="one JSON object per request, prompt order")
     gen.set_defaults(run=_generate)
-    sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (spec suffix-decoding.md §8)")
+    sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (suffix-decoding.md §8)")
     source = sim.add_mutually_exclusive_group()
     source.add_argument("--trace", type=Path, help="JSONL: prompt_token_ids, response_token_ids, optional req_id")
     source.add_argument("--workload", choices=["code-edit"], default="code-edit", help="the built-in trace (default)")

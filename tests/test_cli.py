@@ -1,5 +1,5 @@
 """``arctic-ref simulate`` and ``check`` end to end, and the upstream simulator bugs not copied
-(spec suffix-decoding.md §8)."""
+(suffix-decoding.md §8)."""
 
 import json
 from pathlib import Path

@@ -1,7 +1,6 @@
 """``shard_weights(full, shard, count)``: one rank's slice of the full weights (runner.md §3.5).
 The base model uses (t, T), the shift model (t·S + s, P); both come from one full set."""
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -51,7 +50,3 @@ def shard_weights(full: Weights, config: ModelConfig, shard: int, count: int) ->
             p + "mlp.down_proj.weight": full[p + "mlp.down_proj.weight"][:, i_rows].clone(),
         }
     return out
-
-
-def to_device(weights: Weights, device: torch.device) -> Weights:
-    return {k: v.to(device) for k, v in weights.items()}

@@ -8,7 +8,7 @@ to reproduce the upstream shard-permutation bug.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import torch
 import torch.distributed as dist
@@ -101,10 +101,15 @@ class TorchComm:
         return chunks[list(perm)].reshape(raw.shape)
 
 
+CommOp = Literal["all_reduce", "all_to_all", "all_gather"]
+GroupKind = Literal["tp", "sp", "shift"]
+"""The three groups a rank belongs to (parallel.md §1.2)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CommCall:
-    op: str
-    group: str
+    op: CommOp
+    group: GroupKind
     members: tuple[int, ...]
     elements_sent: int
     bytes_sent: int
@@ -116,7 +121,7 @@ class CountingComm:
     2(n−1)/n·x, all-to-all (n−1)/n·x, all-gather (n−1)·x received)."""
 
     inner: Comm
-    name: str
+    name: GroupKind
     log: list[CommCall] = field(default_factory=list)
 
     @property
@@ -131,7 +136,7 @@ class CountingComm:
     def size(self) -> int:
         return self.inner.size
 
-    def _record(self, op: str, x: Tensor, elements: float | int) -> None:
+    def _record(self, op: CommOp, x: Tensor, elements: float | int) -> None:
         if self.size > 1:
             count = round(elements)
             self.log.append(CommCall(op, self.name, self.members, count, count * x.element_size()))

@@ -14,11 +14,12 @@ from collections import Counter
 from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
+from arctic_ref.parallel.comm import CommOp, GroupKind
 from arctic_ref.parallel.heads import kv_head_range
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
 
-Volume = Counter[tuple[str, str]]  # (op, group) → elements
+Volume = Counter[tuple[CommOp, GroupKind]]  # (op, group) → elements
 
 
 @runtime_checkable
@@ -63,7 +64,7 @@ def comm_volume(
         raise ValueError(f"num_tokens({num_tokens}) is not divisible by sp({layout.sp})")
     volume: Volume = Counter()
 
-    def add(op: str, group: str, size: int, elements: int) -> None:
+    def add(op: CommOp, group: GroupKind, size: int, elements: int) -> None:
         if size > 1:
             volume[(op, group)] += elements
 

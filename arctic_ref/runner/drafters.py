@@ -4,7 +4,7 @@ n-gram (vLLM 0.9.x), and two test drafters for ``check`` — an oracle that know
 and junk. Every drafter sees the same rows on every rank and makes no collective call."""
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Self, runtime_checkable
 
@@ -141,16 +141,13 @@ class NgramDrafter:
         ]
 
 
-def _prompt_index(req_id: object) -> int:
-    return int(str(req_id).rsplit("-", 1)[-1])
-
-
 @dataclass(frozen=True, slots=True)
 class OracleDrafter:
     """``a`` correct tokens from a reference run's outputs, then one wrong token: acceptance is
     exactly known, which makes greedy losslessness sharp (check's "oracle" drafter)."""
 
-    reference: tuple[tuple[int, ...], ...]  # per prompt index, the baseline's output tokens
+    reference: Mapping[tuple[int, ...], tuple[int, ...]]
+    """prompt → the baseline's greedy output (which depends on the prompt alone)."""
     correct: int
     vocab_size: int
     max_model_len: int
@@ -158,7 +155,7 @@ class OracleDrafter:
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
         out: list[list[int]] = []
         for row in rows:
-            expected = self.reference[_prompt_index(row.req_id)]
+            expected = self.reference[tuple(row.token_ids[: row.num_prompt_tokens])]
             done = row.num_tokens - row.num_prompt_tokens
             room = self.max_model_len - row.num_tokens - 1
             if not row.sampled or room <= 0:

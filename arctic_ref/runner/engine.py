@@ -4,6 +4,7 @@ loop every rank runs: schedule → step → update)."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor
@@ -21,12 +22,15 @@ from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode
 from arctic_ref.runner.block_tables import BlockTables
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
-from arctic_ref.runner.requests import RequestState, SamplingParams
+from arctic_ref.runner.requests import FinishReason, RequestState, SamplingParams
 from arctic_ref.runner.runner import ReferenceRunner, RunnerOutput
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
 from arctic_ref.types import ReqId
 
-KERNELS = ("reference", "packed", "triton")
+Kernel = Literal["reference", "packed", "triton"]
+"""The forward a runner uses: the readable reference, ``fused_forward`` with the torch ops (any
+device), or ``fused_forward`` with the Triton ops (CUDA)."""
+KERNELS: tuple[Kernel, ...] = get_args(Kernel)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,9 +42,7 @@ class EngineConfig:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     device: str = "cpu"
     cuda_graphs: bool = False
-    # "reference": the readable forward; "packed": fused_forward with TORCH_OPS (any device);
-    # "triton": fused_forward with TRITON_OPS (CUDA)
-    kernels: str = "reference"
+    kernels: Kernel = "reference"
 
     def __post_init__(self) -> None:
         if self.kernels not in KERNELS:
@@ -83,7 +85,7 @@ class RequestResult:
     num_draft_tokens: int
     num_accepted_tokens: int
     num_verify_steps: int = 0
-    finish_reason: str = "length"  # "stop": an EOS or stop token ended it (and is its last token)
+    finish_reason: FinishReason = "length"  # "stop": an EOS or stop token ended it (and is its last token)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +99,7 @@ class SampleRecord:
     logits: Tensor
 
 
-def forward_for(kernels: str) -> ForwardFn:
+def forward_for(kernels: Kernel) -> ForwardFn:
     """The forward a ``kernels`` name selects (models packed with ``pack_projections`` unless
     "reference")."""
     if kernels == "reference":
@@ -141,6 +143,11 @@ def build_runner(
     )
 
 
+def request_id(index: int) -> ReqId:
+    """The id ``RequestDriver`` gives its ``index``-th request (the one place this format lives)."""
+    return ReqId(f"req-{index}")
+
+
 @dataclass(slots=True)
 class RequestDriver:
     """Schedule → step → update, one engine step per ``step()`` call, so two runners can be
@@ -161,7 +168,7 @@ class RequestDriver:
         bad = [(index, t) for t in prompt if not 0 <= t < config.vocab_size]
         if bad:
             raise ValueError(f"prompt token ids outside [0, {config.vocab_size}): (prompt, id) {bad[:5]}")
-        req_id = ReqId(f"req-{index}")
+        req_id = request_id(index)
         self.scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params,
                                         eos_token_ids=config.eos_token_ids))  # fmt: skip
         self.index[req_id] = index

@@ -5,6 +5,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal, get_args
 
 import torch
 
@@ -21,7 +22,7 @@ from arctic_ref.runner.drafters import (
     SpeculatorDrafter,
     SuffixDrafter,
 )
-from arctic_ref.runner.engine import EngineConfig, RequestResult, build_runner, run_requests
+from arctic_ref.runner.engine import EngineConfig, Kernel, RequestResult, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
@@ -29,7 +30,9 @@ from arctic_ref.runner.speculator import speculator_for
 from arctic_ref.spec.drafts import arctic_config
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 
-SPECS = ("none", "suffix", "ngram", "arctic")
+SpecMethod = Literal["none", "suffix", "ngram", "arctic"]
+"""``generate --spec``: no drafts, suffix decoding, n-gram, or the Arctic MLP speculator."""
+SPECS: tuple[SpecMethod, ...] = get_args(SpecMethod)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,7 +43,7 @@ class GenerateJob:
     tp: int = 1
     sp: int = 1
     shift_threshold: int | None = None
-    spec: str = "none"
+    spec: SpecMethod = "none"
     num_spec_tokens: int | None = None
     prompts: tuple[tuple[int, ...], ...] | None = None  # None: the built-in prompts
     max_tokens: int = 32
@@ -49,7 +52,7 @@ class GenerateJob:
     device: str = "cpu"
     ignore_eos: bool = False
     stop_token_ids: tuple[int, ...] = ()
-    kernels: str = "reference"  # or "packed" (fused_forward, torch ops), "triton" (Triton ops; --device cuda)
+    kernels: Kernel = "reference"
     cuda_graphs: bool = False  # needs --device cuda
 
     def model_config(self) -> ModelConfig:

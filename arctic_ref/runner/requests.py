@@ -1,9 +1,13 @@
 """Typed stand-ins for vLLM's request-side values (runner.md §1.1)."""
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from arctic_ref.types import ReqId
 
+FinishReason = Literal["stop", "length"]
+"""Why a request finished: "stop" (an EOS or stop token, kept as its last token) or "length"
+(``max_tokens`` or ``max_model_len``), as vLLM reports it."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SamplingParams:
@@ -40,7 +44,7 @@ class RequestState:
     spec_token_ids: list[int] = field(default_factory=list)
     stats: RequestStats = field(default_factory=RequestStats)
     eos_token_ids: tuple[int, ...] = ()  # the model's (vLLM's Request.eos_token_id)
-    finish_reason: str | None = None  # "stop" (EOS or a stop token) or "length", once finished
+    finish_reason: FinishReason | None = None  # once finished
 
     def stops_at(self, token: int) -> bool:
         """vLLM's check_stop for a token just appended: EOS unless ignored, or a stop token."""

@@ -2,7 +2,7 @@
 to a recorded trace, so acceptance follows the trace while every forward is real. The forcing is a
 logits processor the runner applies right after ``compute_logits``."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -25,16 +25,16 @@ class LogitsProcessor(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TraceForcing:
-    """Request ``req-i`` follows ``traces[i]`` (prompt + recorded output): a row predicting token
-    j < len(trace) gets logits 0 at ``trace[j]`` and −inf elsewhere; rows past the trace are left
-    alone."""
+    """Request r follows ``traces[r]`` (prompt + recorded output): a row predicting token j <
+    len(trace) gets logits 0 at ``trace[j]`` and −inf elsewhere; rows past the trace, and requests
+    without a trace, are left alone."""
 
-    traces: tuple[tuple[int, ...], ...]
+    traces: Mapping[ReqId, tuple[int, ...]]
 
     def __call__(self, logits: Tensor, owners: Sequence[ReqId], predicts: Tensor) -> Tensor:
         forced = logits.clone()
         for row, (owner, index) in enumerate(zip(owners, predicts.tolist(), strict=True)):
-            trace = self.traces[int(str(owner).rsplit("-", 1)[-1])]
+            trace = self.traces.get(owner, ())
             if index < len(trace):
                 forced[row] = torch.full_like(logits[row], float("-inf"))
                 forced[row, trace[index]] = 0.0

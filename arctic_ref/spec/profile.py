@@ -1,4 +1,4 @@
-"""Constants of verification and the two ``SamplerProfile`` values (spec verification.md, head)."""
+"""Constants of verification and the two ``SamplerProfile`` values (verification.md, head)."""
 
 from dataclasses import dataclass
 from typing import Final, Literal

@@ -1,6 +1,6 @@
 """``rejection_sample``: speculative-decoding verification with vLLM 0.9.x semantics, vectorised.
 
-Terms (spec verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen et al. 2023):
+Terms (verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen et al. 2023):
 
 - *accepted*: draft d of flat row r is kept iff q(d) > 0, p(d) > 0 and f32(p(d)/q(d)) ≥ u_r, with
   q = δ_d when ``draft_probs`` is None (then acceptance has probability p(d));
@@ -25,6 +25,7 @@ from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
 from arctic_ref.spec.rejection_triton import fused_rejection_sample, fused_supported
 from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
+from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 _INT_DTYPES = (torch.int32, torch.int64)
 _LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -41,7 +42,7 @@ def validate_inputs(
     sampling_metadata: SamplingMetadata,
     profile: SamplerProfile,
 ) -> None:
-    """Every rule of spec §1.2 that can be checked before sampling; one device-to-host sync."""
+    """Every rule of verification.md §1.2 that can be checked before sampling; one device-to-host sync."""
     if not isinstance(num_draft_tokens, (list, tuple)) or not num_draft_tokens:
         raise ValueError(f"num_draft_tokens must be a non-empty list of ints, got {num_draft_tokens!r}")
     counts = np.asarray(num_draft_tokens)  # bools give dtype bool, floats or mixtures a non-int kind
@@ -133,19 +134,19 @@ def validate_inputs(
 
 
 def rejection_sample(
-    draft_token_ids: Int[Tensor, "num_tokens"],
+    draft_token_ids: TokenIds,
     num_draft_tokens: list[int],
     max_spec_len: int,
-    cu_num_draft_tokens: Int[Tensor, "num_reqs"],
-    draft_probs: Float[Tensor, "num_tokens vocab"] | None,
-    target_logits: Float[Tensor, "num_tokens vocab"],
+    cu_num_draft_tokens: PerRequest,
+    draft_probs: Probs | None,
+    target_logits: Logits,
     bonus_token_ids: Int[Tensor, "num_reqs 1"],
     sampling_metadata: SamplingMetadata,
     *,
     profile: SamplerProfile = INTENDED,
     fused: bool = True,
-) -> Int[Tensor, "num_reqs out_cols"]:
-    """``draw_noise`` (spec §2.1 order) then ``rejection_sample_with_noise``. ``fused=False`` keeps
+) -> Output:
+    """``draw_noise`` (verification.md §2.1 order) then ``rejection_sample_with_noise``. ``fused=False`` keeps
     the plain vectorised torch path on CUDA too (for comparison)."""
     validate_inputs(
         draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,

@@ -186,7 +186,7 @@ def replay(
 
 
 def summarize(result: Replay) -> dict[str, float | int | None]:
-    """The summary of spec §8 (without the cross-implementation fields)."""
+    """The summary of suffix-decoding.md §8 (without the cross-implementation fields)."""
     steps = result.steps
     out_tokens = sum(s.num_out for s in steps)
     drafted = sum(s.num_draft for s in steps)

@@ -23,6 +23,7 @@ from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm, StepMode, plan_step
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import NoDrafter, SuffixDrafter
+from arctic_ref.runner.engine import request_id
 from arctic_ref.runner.speculator import speculator_for
 from arctic_ref.runner.trace_forcing import TraceForcing, repeated_span_trace
 from benchmarks.cuda_timing import median_ms
@@ -46,7 +47,7 @@ def test_replayed_trace_speedup(benchmark: Any, kernels: str) -> None:
 
     def run(drafter: object, trace: int) -> tuple[float, int, int]:
         runner.drafter = drafter  # type: ignore[assignment]
-        runner.logits_processor = TraceForcing((traces[trace],))
+        runner.logits_processor = TraceForcing({request_id(0): traces[trace]})
         torch.cuda.synchronize()
         began = time.perf_counter()
         results = run_requests(runner, engine.scheduler, [traces[trace][:PROMPT]], params)

@@ -15,7 +15,7 @@ from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, RequestResult, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, OracleDrafter, SuffixDrafter, ngram_draft
-from arctic_ref.runner.engine import RequestDriver, SampleRecord
+from arctic_ref.runner.engine import RequestDriver, SampleRecord, request_id
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
@@ -45,6 +45,7 @@ def _generate(drafter: Drafter | None, *, budget: int = 64, max_tokens: int = 32
 
 BASELINE = _generate(None)
 REFERENCE = tuple(r.output_token_ids for r in BASELINE)
+BY_PROMPT = {tuple(p): out for p, out in zip(PROMPTS, REFERENCE, strict=True)}
 
 
 def _drafters() -> dict[str, Drafter]:
@@ -53,9 +54,9 @@ def _drafters() -> dict[str, Drafter]:
         "suffix-k4": SuffixDrafter.build(1024, 4),
         "ngram-5": NgramDrafter(1024, 3),
         "ngram-1..4": NgramDrafter(1024, 3, min_n=1, max_n=4),
-        "oracle-1": OracleDrafter(REFERENCE, 1, CONFIG.vocab_size, 1024),
-        "oracle-3": OracleDrafter(REFERENCE, 3, CONFIG.vocab_size, 1024),
-        "oracle-7": OracleDrafter(REFERENCE, 7, CONFIG.vocab_size, 1024),
+        "oracle-1": OracleDrafter(BY_PROMPT, 1, CONFIG.vocab_size, 1024),
+        "oracle-3": OracleDrafter(BY_PROMPT, 3, CONFIG.vocab_size, 1024),
+        "oracle-7": OracleDrafter(BY_PROMPT, 7, CONFIG.vocab_size, 1024),
         "junk": JunkDrafter(CONFIG.vocab_size, 1024, k=4),
     }
 
@@ -218,7 +219,7 @@ def test_trace_forcing_reproduces_the_trace_with_any_drafter(name: str) -> None:
         model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)
     )
     runner = build_runner(engine, WEIGHTS, GROUPS, drafter)
-    runner.logits_processor = TraceForcing(traces)
+    runner.logits_processor = TraceForcing({request_id(i): trace for i, trace in enumerate(traces)})
     results = run_requests(runner, engine.scheduler, [t[:24] for t in traces], [SamplingParams(max_tokens=40)] * 3)
     assert [r.output_token_ids for r in results] == [t[24:] for t in traces]
     if name == "suffix":

@@ -56,7 +56,7 @@ def test_stop_token_ids_stop_and_keep_the_token(reference: tuple[tuple[int, ...]
     made: Drafter = {
         "none": NoDrafter(),
         "suffix": SuffixDrafter.build(256),
-        "oracle": OracleDrafter(reference, 7, 512, 256),  # 7 right tokens: a stop lands inside accepted runs
+        "oracle": OracleDrafter(dict(zip((tuple(p) for p in builtin_prompts(512)), reference, strict=True)), 7, 512, 256),  # 7 right tokens: a stop lands inside accepted runs
     }[drafter]
     records: list[SampleRecord] = []
     results = _run(tiny_config(), SamplingParams(max_tokens=MAX_TOKENS, stop_token_ids=(stop,)), made, records)

@@ -12,6 +12,7 @@ whose suffix score reaches k).
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 
@@ -29,7 +30,8 @@ from arctic_ref.spec.drafts import INTENDED_RULES, DraftRules, DraftStats, arcti
 from arctic_ref.testing.drafts.replays import BugReplay
 
 MAX_MODEL_LEN = 64
-DRAFTERS = ("suffix", "hybrid")
+RunnerDrafter = Literal["suffix", "hybrid"]
+DRAFTERS: tuple[RunnerDrafter, ...] = get_args(RunnerDrafter)
 """The runner drafters every replay runs under."""
 
 
@@ -47,7 +49,7 @@ class RunnerReplayResult:
     """One replay under one drafter, against the intended rules on the same workload."""
 
     replay_id: str
-    drafter: str
+    drafter: RunnerDrafter
     must_fail: bool
     first_difference: str
     """Where the drafts first differ ("" when they never do)."""
@@ -61,7 +63,7 @@ class RunnerReplayResult:
         return bool(self.first_difference)
 
 
-def replay_drafter(name: str, rules: DraftRules) -> Drafter | HiddenStateDrafter:
+def replay_drafter(name: RunnerDrafter, rules: DraftRules) -> Drafter | HiddenStateDrafter:
     if name == "suffix":
         return SuffixDrafter(suffix_config(MAX_MODEL_LEN), rules)
     if name == "hybrid":
@@ -102,7 +104,7 @@ def first_difference(intended: DraftTrace, replayed: DraftTrace) -> str:
 
 
 def check_replay_in_runner(
-    replay: BugReplay, drafter: str, *, baseline: DraftTrace | None = None, intended: DraftTrace | None = None
+    replay: BugReplay, drafter: RunnerDrafter, *, baseline: DraftTrace | None = None, intended: DraftTrace | None = None
 ) -> RunnerReplayResult:
     """Run ``replay.rules`` and the intended rules under ``drafter``; pass in ``baseline`` (no
     drafts) and ``intended`` to share them between replays."""

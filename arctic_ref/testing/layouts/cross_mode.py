@@ -12,7 +12,7 @@ from arctic_ref.parallel.comm import RankGroups, SoloComm, build_groups
 from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
-from arctic_ref.runner.engine import EngineConfig, RequestDriver, RequestResult, SampleRecord, build_runner
+from arctic_ref.runner.engine import EngineConfig, Kernel, RequestDriver, RequestResult, SampleRecord, build_runner
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.testing.layouts.rank_figure import RankFigure, at_most, holds
@@ -30,7 +30,7 @@ class CrossModeRun:
     modes: tuple[StepMode, ...]
 
 
-def run_cross_mode(layout: ParallelLayout, groups: RankGroups, kernels: str = "reference") -> CrossModeRun:
+def run_cross_mode(layout: ParallelLayout, groups: RankGroups, kernels: Kernel = "reference") -> CrossModeRun:
     """The T3 schedule on this rank (shift enabled iff ``layout.sp > 1``)."""
     config = tiny_config()
     engine = EngineConfig(model=config, layout=layout, shift_threshold=THRESHOLD if layout.sp > 1 else None,
@@ -56,7 +56,7 @@ def run_cross_mode(layout: ParallelLayout, groups: RankGroups, kernels: str = "r
     return CrossModeRun(results=tuple(driver.results()), records=tuple(records), modes=tuple(modes))
 
 
-def check_cross_mode(info: RankInfo, kernels: str) -> tuple[RankFigure, ...]:
+def check_cross_mode(info: RankInfo, kernels: Kernel) -> tuple[RankFigure, ...]:
     """S=2, T=2 with shift against the single-rank baseline computed on this rank."""
     solo = SoloComm(0)
     baseline = run_cross_mode(ParallelLayout(1, 1, 1), RankGroups(rank=0, tp=solo, sp=solo, shift=solo))

@@ -14,11 +14,10 @@ from arctic_ref.parallel.comm import Comm, RankGroups, SoloComm, TorchComm, buil
 from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.ulysses import heads_to_seq, seq_to_heads
-from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, run_requests
+from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, request_id, run_requests
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.testing.layouts.rank_figure import RankFigure, above, at_most, holds
-from arctic_ref.types import ReqId
 
 
 def check_exchanges(info: RankInfo) -> tuple[RankFigure, ...]:
@@ -48,7 +47,7 @@ def _kv_after_prefill(info: RankInfo, layout: ParallelLayout, groups: RankGroups
                           scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
     runner = build_runner(engine, random_weights(model, 0), groups)
     run_requests(runner, engine.scheduler, [list(range(3, 16))], [SamplingParams(max_tokens=1)])
-    slots = torch.tensor(runner.blocks.slots(ReqId("req-0"), range(13)))  # still allocated: no step followed
+    slots = torch.tensor(runner.blocks.slots(request_id(0), range(13)))  # still allocated: no step followed
     return [torch.cat([runner.cache.read(i, slots)[0], runner.cache.read(i, slots)[1]])
             for i in range(model.num_hidden_layers)]  # fmt: skip
 

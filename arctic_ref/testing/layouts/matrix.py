@@ -5,12 +5,13 @@ The rank workers are module-level functions so ``spawn_ranks`` can start them by
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
 
 import torch
 
 from arctic_ref.model.config import DTYPES, ModelConfig, tiny_config
 from arctic_ref.model.weights import random_weights
-from arctic_ref.parallel.comm import build_groups, counting
+from arctic_ref.parallel.comm import CommOp, GroupKind, build_groups, counting
 from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
@@ -24,7 +25,7 @@ from arctic_ref.runner.drafters import (
     SpeculatorDrafter,
     SuffixDrafter,
 )
-from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
+from arctic_ref.runner.engine import EngineConfig, Kernel, RequestResult, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
@@ -39,6 +40,10 @@ from arctic_ref.testing.layouts.volume_check import check_volumes
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
 
 
+DrafterName = Literal["none", "ngram", "suffix", "oracle", "junk", "arctic-mlp", "arctic-lstm", "hybrid"]
+"""The drafters a layout case can run (check's spec-lossless battery uses all of them)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LayoutCase:
     name: str
@@ -50,10 +55,10 @@ class LayoutCase:
     max_tokens: int = 32
     seed: int = 0
     device: str = "cpu"  # "cuda": rank r on cuda:r (NCCL)
-    drafter: str = "none"  # none | suffix | ngram | oracle | junk | arctic-mlp | arctic-lstm | hybrid
+    drafter: DrafterName = "none"
     reference: tuple[tuple[int, ...], ...] = ()  # the oracle drafter's L0 outputs
     oracle_correct: int = 3
-    kernels: str = "reference"  # EngineConfig.kernels: reference | packed | triton (CUDA)
+    kernels: Kernel = "reference"
 
     @property
     def label(self) -> str:
@@ -85,7 +90,7 @@ LOW_PRECISION: tuple[LayoutCase, ...] = tuple(
 )
 """float32 and bfloat16 on L3 and L7, against ``LOW_BASELINES`` under the tolerance table."""
 LOW_BASELINES: tuple[LayoutCase, ...] = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bfloat16"))
-CHECK_DRAFTERS = ("ngram", "suffix", "oracle", "junk", "arctic-mlp", "arctic-lstm", "hybrid")
+CHECK_DRAFTERS: tuple[DrafterName, ...] = get_args(DrafterName)[1:]
 """check's spec-lossless battery: every drafter on L0, L3 and L6."""
 CHECK_PACKED: tuple[LayoutCase, ...] = tuple(replace(BY_NAME[n], kernels="packed") for n in ("L3", "L6"))
 CONFORMANCE_SPECULATIVE: tuple[LayoutCase, ...] = (
@@ -112,7 +117,7 @@ class LayoutOutcome:
     results: tuple[RequestResult, ...]
     records: tuple[SampleRecord, ...]
     modes: Counter[StepMode]
-    collectives: Counter[tuple[str, str]] = field(default_factory=Counter)  # (op, group kind) per step
+    collectives: Counter[tuple[CommOp, GroupKind]] = field(default_factory=Counter)  # (op, group kind) per step
 
 
 def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None) -> LayoutOutcome:
@@ -144,7 +149,8 @@ def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateD
     if case.drafter == "ngram":
         return NgramDrafter(max_len, 3, min_n=1, max_n=4)
     if case.drafter == "oracle":
-        return OracleDrafter(case.reference, case.oracle_correct, model.vocab_size, max_len)
+        prompts = (tuple(p) for p in builtin_prompts(model.vocab_size))
+        return OracleDrafter(dict(zip(prompts, case.reference, strict=True)), case.oracle_correct, model.vocab_size, max_len)
     if case.drafter == "junk":
         return JunkDrafter(model.vocab_size, max_len, k=4, seed=case.seed)
     if case.drafter in ("arctic-mlp", "arctic-lstm", "hybrid"):

@@ -1,7 +1,7 @@
 """Seeded inputs for rejection-sampler checks: ``RejectionCase`` and ``random_case``.
 
 Cases mix greedy and random rows, ties and −inf in the logits, τ ∈ {greedy, 0.5, 1, 2}, optional
-top-k/top-p and draft probabilities with zeros, B ≤ 8, nᵢ ≤ 8, V ≤ 64 (spec verification.md §5.1).
+top-k/top-p and draft probabilities with zeros, B ≤ 8, nᵢ ≤ 8, V ≤ 64 (verification.md §5.1).
 """
 
 import random

@@ -1,4 +1,4 @@
-"""Exact checks E1–E18 and E20 of spec verification.md §5.1, run against any candidate sampler.
+"""Exact checks E1–E18 and E20 of verification.md §5.1, run against any candidate sampler.
 
 Every random-row comparison uses known randomness: injected noise (route A) when the candidate has
 an injector, otherwise per-request seeded generators whose draws are predicted on clones (route B).
@@ -71,7 +71,7 @@ class Candidate:
         problem = ""
         for i, g in predicted_meta.generators.items():
             if not torch.equal(g.get_state(), meta_after.generators[i].get_state()):
-                problem = f"request {i}'s generator advanced differently from spec §2.1"
+                problem = f"request {i}'s generator advanced differently from verification.md §2.1"
         return actual, expected_output(case, noise, self.profile), args, problem
 
 

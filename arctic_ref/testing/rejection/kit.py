@@ -3,7 +3,7 @@ signature (ours, vLLM's, a user's Triton kernel). Spec verification.md §6.
 
 Exact checks compare the candidate with ``rejection_sample_with_noise`` on the same randomness:
 route A injects u and E through the candidate's ``with_noise`` context; route B gives every random
-request a seeded generator and predicts the draws of spec §2.1 on clones. Statistical checks need
+request a seeded generator and predicts the draws of verification.md §2.1 on clones. Statistical checks need
 no injection at all.
 """
 

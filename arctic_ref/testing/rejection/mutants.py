@@ -1,5 +1,5 @@
 """One-change variants of the readable rejection loop; the kit must report a failure for each
-(spec verification.md §6, item 6). A mutant takes injected noise like ``rejection_sample_loop``."""
+(verification.md §6, item 6). A mutant takes injected noise like ``rejection_sample_loop``."""
 
 from dataclasses import dataclass
 from typing import Final, Literal

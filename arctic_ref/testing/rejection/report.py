@@ -42,7 +42,6 @@ class Status(StrEnum):
 
 #: Which check a known upstream difference (verification.md §2.4) explains.
 KNOWN_DIFFERENCE_OF_CHECK = {"E6": "X1", "E11": "X4", "E14": "X6", "E15": "X5", "E16": "X4"}
-VLLM_0_9_X = ("X1", "X2", "X3", "X4", "X5", "X6")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
