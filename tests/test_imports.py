@@ -86,3 +86,28 @@ def test_sub_packages_depend_in_the_allowed_order() -> None:
                     bad.append(f"{module} imports {target} ({source} layer {LAYERS[source]} -> {dest} {LAYERS[dest]})")
     assert edges > 50
     assert not bad, "\n".join(bad)
+
+
+def _public_definitions() -> dict[str, list[str]]:
+    """Public module-level class and function names → the modules defining them."""
+    where: dict[str, list[str]] = {}
+    root = Path(__file__).resolve().parents[1] / "arctic_ref"
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(root.parent)))
+    return where
+
+
+def test_no_two_public_types_or_functions_share_a_name() -> None:
+    shared = {name: paths for name, paths in _public_definitions().items() if len(paths) > 1}
+    assert not shared, shared
+
+
+def test_module_names_are_unambiguous() -> None:
+    root = Path(__file__).resolve().parents[1] / "arctic_ref"
+    names: dict[str, list[str]] = {}
+    for path in root.rglob("*.py"):
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(str(path.relative_to(root)))
+    assert not {n: p for n, p in names.items() if len(p) > 1}

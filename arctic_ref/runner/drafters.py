@@ -20,6 +20,7 @@ from arctic_ref.spec.drafts import (
     DraftRules,
     DraftStats,
     batch_gate_fires,
+    new_suffix_cache,
     propose_draft_token_ids,
     suffix_config,
 )
@@ -53,7 +54,7 @@ class NoDrafter:
 @dataclass(slots=True)
 class SuffixDrafter:
     """Suffix decoding in the runner (runner.md §2.1–2.2, §2.5 item 2): an adapter that owns the
-    suffix cache (D = ``config.suffix_cache_max_depth``, 100,000 cached requests) and calls
+    suffix cache (``new_suffix_cache``) and calls
     ``propose_draft_token_ids``, which holds every rule. ``rules`` injects a bug replay."""
 
     config: DraftConfig
@@ -64,7 +65,7 @@ class SuffixDrafter:
     def __post_init__(self) -> None:
         if self.config.method != "suffix":
             raise ValueError(f"SuffixDrafter needs method 'suffix', got {self.config.method!r}")
-        self.cache = SuffixDecodingCache(self.config.suffix_cache_max_depth, 100_000)
+        self.cache = new_suffix_cache(self.config)
 
     @classmethod
     def build(cls, max_model_len: int, num_spec_tokens: int = MAX_SPEC_LEN, rules: DraftRules = INTENDED_RULES) -> Self:
@@ -228,7 +229,7 @@ class SpeculatorDrafter:
     def __post_init__(self) -> None:
         if not self.config.uses_arctic:
             raise ValueError(f"SpeculatorDrafter needs an Arctic method, got {self.config.method!r}")
-        self.cache = SuffixDecodingCache(self.config.suffix_cache_max_depth, 100_000) if self.config.uses_suffix else None
+        self.cache = new_suffix_cache(self.config) if self.config.uses_suffix else None
 
     def propose_with_hidden(
         self, rows: Sequence[DraftRow], sample_hidden: Tensor, num_drafts: Sequence[int]

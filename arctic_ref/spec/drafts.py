@@ -170,6 +170,12 @@ def update_suffix_cache(cache: SuffixDecodingCache, rows: Sequence[DraftRow]) ->
         cache.stop_request(req_id)
 
 
+def new_suffix_cache(config: DraftConfig) -> SuffixDecodingCache:
+    """An empty cache as the seed builds it: D = ``suffix_cache_max_depth``, 100,000 cached
+    requests (runner.md §2.1)."""
+    return SuffixDecodingCache(config.suffix_cache_max_depth, 100_000)
+
+
 def batch_gate_fires(num_rows: int, disable_by_batch_size: int | None) -> bool:
     """D1: the gate is on iff ``disable_by_batch_size`` is truthy (None and 0 mean off, as in the
     seed), and it fires when the step has more rows than that (prefills included)."""
