@@ -10,27 +10,18 @@ import os
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from jaxtyping import install_import_hook
 
 install_import_hook(["arctic_ref.spec", "arctic_ref.parallel", "arctic_ref.model"], "beartype.beartype")
 
-_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("dev", max_examples=30, stateful_step_count=25, deadline=None, suppress_health_check=_SLOW_OK)
-settings.register_profile(
-    "ci",
-    max_examples=200,
-    stateful_step_count=40,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=_SLOW_OK,
-    print_blob=True,
-)
-settings.register_profile(
-    "nightly", max_examples=2000, stateful_step_count=40, deadline=None, suppress_health_check=_SLOW_OK
-)
+from arctic_ref.testing.profiles import register_profiles  # noqa: E402  (after the import hook)
+
+register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+
+pytest_plugins = ["pytester"]
 
 _COMPARISONS: Counter[str] = Counter()
 

@@ -12,7 +12,7 @@ import torch
 from arctic_ref.model.config import DTYPES, ModelConfig, tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel.comm import CommOp, GroupKind, build_groups, counting
-from arctic_ref.parallel.launch import RankInfo
+from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
 from arctic_ref.runner.drafters import (
@@ -260,3 +260,14 @@ def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | N
         checks += prefixed("logits-order", check_logits_order(info))
         checks += prefixed("no-globals", check_interleaved_layouts(info))
     return WorldOutcome(layouts=layouts, checks=checks) if info.rank == 0 else None
+
+
+def run_layout(case: LayoutCase, *, backend: str = "gloo", timeout_s: float = 600.0) -> LayoutOutcome:
+    """One case on its world size (in-process for world 1); rank 0's outcome."""
+    if case.world_size == 1:
+        solo = run_cases(RankInfo(0, 1, backend), (case,))
+        assert solo is not None
+        return solo[0]
+    outcomes = spawn_ranks(run_cases, (case,), world_size=case.world_size, backend=backend, timeout_s=timeout_s)[0]
+    assert outcomes is not None  # rank 0 returns its outcomes
+    return outcomes[0]

@@ -24,6 +24,7 @@ from arctic_ref.testing.rejection.corpus import (
     random_case,
     random_noise,
 )
+from arctic_ref.testing.rejection.malformed import malformed_output
 from arctic_ref.testing.rejection.report import CheckResult, NoiseInjector, RejectionSampleFn, Status
 from arctic_ref.testing.rejection.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
 
@@ -171,6 +172,9 @@ def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckRe
             actual, expected, args, rng_problem = candidate.compare(case, rng)
         except Exception as error:  # a crash on valid input fails every corpus check it blocks
             tally.record("E1", f"raised {type(error).__name__}: {error}", _describer(case))
+            continue
+        if not isinstance(actual, Tensor) or actual.dim() != 2:
+            tally.record("E1", malformed_output(actual, case.num_draft_tokens, case.vocab), _describer(case))
             continue
         check, problem = layout_problem(case, actual)
         for layout_id in ("E1", "E2", "E3", "E4", "E7"):

@@ -21,6 +21,7 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import draw_noise
 from arctic_ref.spec.rejection import recover
 from arctic_ref.spec.sampling import compute_target_probs
+from arctic_ref.testing.rejection.malformed import require_well_formed
 from arctic_ref.testing.rejection.report import CheckResult, RejectionSampleFn, Status
 from arctic_ref.testing.rejection.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
 
@@ -166,6 +167,7 @@ def _run_config(
             all_drafts.reshape(-1), [k] * reqs, k, torch.arange(1, reqs + 1) * k, draft_probs, rows_logits,
             torch.full((reqs, 1), VOCAB - 1), meta,
         )  # fmt: skip
+        out = require_well_formed(out, [k] * reqs, VOCAB)
         keep = slice(None) if not mixed else slice(0, None, 2)
         outs.append(out[keep].to(torch.int64).cpu())
         drafts.append(d)
@@ -194,9 +196,22 @@ def _requests_needed(config: Config, p: Tensor, q: Tensor | None, requests: int,
     return min(needed, 20 * requests)
 
 
+STATISTICAL_IDS = ("S1", "S2", "S3", "S4", "S5")
+
+
 def statistical_checks(
     sampler: RejectionSampleFn, *, level: str, seed: int, greedy_temperature: float = 0.0
 ) -> list[CheckResult]:
+    """S1–S5 (and S-DESIGN, S5-SPEED); a sampler that raises or returns malformed output fails
+    every statistical check with what happened, and the kit goes on."""
+    try:
+        return _statistical_checks(sampler, level=level, seed=seed)
+    except Exception as error:  # the candidate's failure is the result; the kit never raises
+        detail = f"the statistical checks stopped: {type(error).__name__}: {error}"
+        return [CheckResult(id=c, kind="statistical", status=Status.FAIL, detail=detail) for c in STATISTICAL_IDS]
+
+
+def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) -> list[CheckResult]:
     requests = 200_000 if level == "full" else 50_000
     minimum = 20_000 if level == "full" else 5_000
     g = torch.Generator().manual_seed(seed)
@@ -216,6 +231,11 @@ def statistical_checks(
         lengths = (outputs != -1).sum(dim=1).to(torch.float64)
         rates = []
         for j in range(k):
+            stopped = reaching & (outputs[:, j] == -1)
+            if bool(stopped.any()):  # a row that accepted draft j-1 must emit a token at j
+                band_failures.append(f"{label} position {j}: {int(stopped.sum())} rows stop after an accepted draft "
+                                     "(their last token equals their draft: a rejected draft re-emitted?)")  # fmt: skip
+                reaching = reaching & ~stopped
             n_j = int(reaching.sum())
             column = outputs[reaching, j]
             d_j = drafts[reaching, j]

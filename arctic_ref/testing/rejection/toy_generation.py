@@ -17,6 +17,7 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.spec.sampling import compute_target_probs
+from arctic_ref.testing.rejection.malformed import require_well_formed
 from arctic_ref.testing.rejection.report import RejectionSampleFn
 
 #: A drafter: (contexts [B, L], model table, k, generator) → (drafts [B, k], draft probs [B, k, V] or None).
@@ -143,7 +144,8 @@ def speculative_step(
         bonus.unsqueeze(1),
         meta,
     )
-    return [[t for t in row if t != -1] for row in out.tolist()]
+    # Every row emits 1..k+1 ids, so the generation loops below end (MalformedOutput otherwise).
+    return [[t for t in row if t != -1] for row in require_well_formed(out, counts, vocab).tolist()]
 
 
 def greedy_generation_matches(

@@ -9,7 +9,14 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from arctic_ref.testing.suffix.machines import Implementation, InspectableIndex, SuffixIndex, pack
+from arctic_ref.testing.suffix.machines import (
+    Implementation,
+    InspectableIndex,
+    SelfCheckingIndex,
+    SuffixIndex,
+    first_dump_difference,
+    pack,
+)
 from arctic_ref.testing.suffix.strategies import DEPTHS, FACTORS, MAX_SPEC_TOKENS, MIN_PROBS, OFFSETS, SEQ_IDS
 
 
@@ -82,7 +89,7 @@ def run_differential(
                         return report
             dumps = []
             for impl, tree in zip(implementations, trees, strict=True):
-                problem = tree.check_integrity()
+                problem = tree.check_integrity() if isinstance(tree, SelfCheckingIndex) else ""
                 if problem:
                     report.failures.append(f"{where}: {impl.name}.check_integrity(): {problem}")
                     return report
@@ -90,6 +97,6 @@ def run_differential(
                     dumps.append((impl.name, tree.dump()))
             for name, dump in dumps[1:]:
                 if dump != dumps[0][1]:
-                    report.failures.append(f"{where}: {name} and {dumps[0][0]} disagree on counts or sibling order")
+                    report.failures.append(f"{where}: {first_dump_difference(dumps[0][0], dumps[0][1], name, dump)}")
                     return report
     return report

@@ -16,7 +16,7 @@ implementation's ``check_integrity()`` must return ``""``, and inspectable imple
 import struct
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from hypothesis import note
 from hypothesis import strategies as st
@@ -40,7 +40,7 @@ from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffi
 
 @runtime_checkable
 class SuffixIndex(Protocol):
-    """What a suffix structure offers: upstream ``SuffixTree``'s surface."""
+    """What every suffix structure under test offers (an opaque one offers no more)."""
 
     def extend(self, seq_id: int, tokens: Sequence[int]) -> None: ...
     def remove(self, seq_id: int) -> None: ...
@@ -49,11 +49,17 @@ class SuffixIndex(Protocol):
         max_spec_offset: float, min_token_prob: float, use_tree_spec: bool,
     ) -> Draft: ...  # fmt: skip
     def num_seqs(self) -> int: ...
+
+
+@runtime_checkable
+class SelfCheckingIndex(SuffixIndex, Protocol):
+    """A suffix structure with upstream's self-check (``""`` when every invariant holds)."""
+
     def check_integrity(self) -> str: ...
 
 
 @runtime_checkable
-class InspectableIndex(SuffixIndex, Protocol):
+class InspectableIndex(SelfCheckingIndex, Protocol):
     """A suffix structure that also shows its counts and sibling order."""
 
     def count(self, tokens: Sequence[int]) -> int: ...
@@ -83,9 +89,29 @@ def reference_trees(*, with_upstream: bool = True) -> list[Implementation]:
     return impls
 
 
-def pack(draft: Any) -> tuple[object, ...]:
-    """A draft as a comparable value: floats as float32 bytes, so NaN and -0.0 compare exactly."""
-    return (
+class PackedDraft(NamedTuple):
+    """A draft as a comparable value: floats as float32 bytes, so NaN and -0.0 compare exactly.
+    Its repr labels the fields and prints floats as decimals with their float32 bits beside them."""
+
+    token_ids: list[int]
+    parents: list[int]
+    probs: bytes
+    score: bytes
+    match_len: int
+
+    def __repr__(self) -> str:
+        probs = ", ".join(_decimal_and_bits(self.probs[i : i + 4]) for i in range(0, len(self.probs), 4))
+        return (f"draft(token_ids={self.token_ids}, parents={self.parents}, probs=[{probs}], "
+                f"score={_decimal_and_bits(self.score)}, match_len={self.match_len})")  # fmt: skip
+
+
+def _decimal_and_bits(four: bytes) -> str:
+    return f"{struct.unpack('f', four)[0]!r} (0x{struct.unpack('<I', four)[0]:08x})"
+
+
+def pack(draft: Any) -> PackedDraft:
+    """``draft`` (any object with upstream's draft fields) as a ``PackedDraft``."""
+    return PackedDraft(
         list(draft.token_ids),
         list(draft.parents),
         struct.pack(f"{len(draft.probs)}f", *draft.probs),
@@ -167,7 +193,7 @@ class SuffixTreeMachine(RuleBasedStateMachine):
     def agree(self) -> None:
         dumps = []
         for impl, tree in zip(self.implementations, self.trees, strict=True):
-            problem = tree.check_integrity()
+            problem = tree.check_integrity() if isinstance(tree, SelfCheckingIndex) else ""
             assert problem == "", f"{impl.name}: {problem}"
             assert tree.num_seqs() == len(self.seqs), f"{impl.name}: num_seqs {tree.num_seqs()} != {len(self.seqs)}"
             if isinstance(tree, InspectableIndex):
@@ -176,7 +202,20 @@ class SuffixTreeMachine(RuleBasedStateMachine):
                 live = tree.count([])
                 assert tree.num_nodes() <= 2 * live, f"{tree.num_nodes()} nodes for {live} live tokens (P10)"
         for name, dump in dumps[1:]:
-            assert dump == dumps[0][1], f"{name} and {dumps[0][0]} disagree on counts or sibling order"
+            assert dump == dumps[0][1], first_dump_difference(dumps[0][0], dumps[0][1], name, dump)
+
+
+def first_dump_difference(
+    name_a: str, a: list[tuple[tuple[int, ...], int]], name_b: str, b: list[tuple[tuple[int, ...], int]]
+) -> str:
+    """Where two dumps (nodes as (path, count) in walk order) first differ, by node path."""
+    for (path_a, count_a), (path_b, count_b) in zip(a, b, strict=False):
+        if (path_a, count_a) != (path_b, count_b):
+            parent = path_a[:-1] if path_a[:-1] == path_b[:-1] else None
+            where = f"under node {list(parent)}" if parent is not None else "in the walk"
+            return (f"{name_b} and {name_a} disagree on counts or sibling order {where}: {name_a} visits "
+                    f"{list(path_a)} (count {count_a}), {name_b} visits {list(path_b)} (count {count_b})")  # fmt: skip
+    return f"{name_b} has {len(b)} nodes, {name_a} {len(a)}"
 
 
 def _snapshot(tree: SuffixIndex) -> object:

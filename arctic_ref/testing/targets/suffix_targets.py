@@ -1,0 +1,292 @@
+"""Checks of a user's suffix tree or suffix cache against arctic_ref's (suffix-decoding.md): the
+state machine side by side with the reference, deterministic gates beside it (the seeded
+differential run, the code-edit replay, drafts field for field and float32 bit for bit), and the
+bad-input table, where upstream's deviations X1–X7 are reported as known differences."""
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, run_state_machine_as_test
+
+from arctic_ref.suffix.cache import SuffixDecodingCache
+from arctic_ref.suffix.simulate import SimulationConfig, replay
+from arctic_ref.suffix.tree import SuffixTree
+from arctic_ref.suffix.validate import INT32_MAX, INT32_MIN
+from arctic_ref.suffix.workload import code_edit_trace
+from arctic_ref.testing.suffix.differential import run_differential
+from arctic_ref.testing.suffix.machines import (
+    CacheImplementation,
+    Implementation,
+    SuffixCacheMachine,
+    SuffixIndex,
+    SuffixTreeMachine,
+)
+from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
+
+TREE_METHODS = ("extend", "remove", "speculate", "num_seqs")
+CACHE_METHODS = ("start_request", "add_active_response", "stop_request", "evict_cached_response", "speculate")
+PROBES = ([1], [1, 2], [2, 3], [3, 1, 2], [5], [1, 2, 3, 4])
+"""Contexts whose drafts stand for an opaque tree's state."""
+
+
+@dataclass(frozen=True, slots=True)
+class DraftFields:
+    """A draft's fields, from a draft object or from ``simulate.pack_draft``'s tuple."""
+
+    token_ids: list[int]
+    parents: list[int]
+    probs: list[float]
+    score: float
+    match_len: int
+
+    @classmethod
+    def unpack(cls, packed: tuple[object, ...]) -> "DraftFields":
+        token_ids, parents, probs, score, match_len = packed
+        assert isinstance(probs, bytes) and isinstance(score, bytes) and isinstance(match_len, int)
+        floats = list(struct.unpack(f"{len(probs) // 4}f", probs))
+        return cls(list(token_ids), list(parents), floats, struct.unpack("f", score)[0], match_len)  # type: ignore[call-overload]
+
+
+def describe_draft(draft: Any) -> str:
+    """A draft with its fields labelled and floats as decimals beside their float32 bits."""
+
+    def bits(x: float) -> str:
+        return f"{x!r} (0x{struct.unpack('<I', struct.pack('<f', x))[0]:08x})"
+
+    return (
+        f"token_ids={list(draft.token_ids)} parents={list(draft.parents)} "
+        f"probs=[{', '.join(bits(float(p)) for p in draft.probs)}] score={bits(float(draft.score))} "
+        f"match_len={draft.match_len}"
+    )
+
+
+def first_field_difference(ours: Any, theirs: Any) -> str:
+    """The first field where two drafts differ (floats compared as float32 bits), or ""."""
+    for name in ("token_ids", "parents"):
+        mine, other = list(getattr(ours, name)), list(getattr(theirs, name))
+        if mine != other:
+            return f"{name}: arctic_ref {mine} vs yours {other}"
+    if ours.match_len != theirs.match_len:
+        return f"match_len: arctic_ref {ours.match_len} vs yours {theirs.match_len}"
+    floats = [
+        ("probs", [_f32(p) for p in ours.probs], [_f32(p) for p in theirs.probs]),
+        ("score", [_f32(ours.score)], [_f32(theirs.score)]),
+    ]
+    for name, mine_bits, other_bits in floats:
+        if mine_bits != other_bits:
+            return f"{name}: arctic_ref {describe_draft(ours)} vs yours {describe_draft(theirs)}"
+    return ""
+
+
+def _f32(value: object) -> bytes:
+    return struct.pack("<f", float(value))  # type: ignore[arg-type]
+
+
+def _machine(make: Callable[[], Any], profile: settings, what: str) -> Verdict:
+    run_state_machine_as_test(make, settings=profile)  # type: ignore[arg-type]  # any factory works
+    return Verdict(
+        passed=True,
+        compared=f"{what}, {profile.max_examples} runs of up to {profile.stateful_step_count} steps, derandomized",
+    )
+
+
+def _replay_hint(profile: settings, check: str) -> str:
+    return (
+        f"rerun this check alone (-k {check}); it is derandomized (Hypothesis profile with derandomize="
+        f"{profile.derandomize}), so it fails the same way; the falsifying example is printed above"
+    )
+
+
+# ----------------------------------------------------------------------------- suffix trees
+
+
+def tree_checks(make_tree: Callable[[int], SuffixIndex], *, profile: settings, strict: bool) -> list[TargetCheck]:
+    """``make_tree(max_depth)`` builds an empty tree of the user's implementation."""
+    reference = Implementation(name="arctic_ref", make_tree=SuffixTree)
+    yours = Implementation(name="yours", make_tree=make_tree, rejects_bad_input=False)
+
+    def machine() -> Verdict:
+        try:
+            return _machine(lambda: SuffixTreeMachine([reference, yours]), profile, "extend/remove/speculate "
+                            "sequences with many ties against arctic_ref's tree")  # fmt: skip
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{_replay_hint(profile, 'tree-machine')}") from error
+
+    def differential() -> Verdict:
+        report = run_differential([reference, yours], seed=0, trials=200, steps=40)
+        return Verdict(
+            passed=not report.failures,
+            compared=f"{report.speculate_calls} speculate results of {report.operations} seeded operations with arctic_ref's",
+            detail=report.failures[0] if report.failures else "",
+            replay="run_differential([reference, yours], seed=0, trials=200, steps=40) from arctic_ref.testing",
+        )
+
+    return [
+        TargetCheck(component="suffix-tree", id="tree-machine", run=machine,
+                    meaning="a state machine drives your tree and arctic_ref's side by side: same drafts, bit for bit"),
+        TargetCheck(component="suffix-tree", id="differential", run=differential,
+                    meaning="200 seeded trials of 40 operations (ties, removals, edge parameters): same drafts"),
+        TargetCheck(component="suffix-tree", id="bad-input", run=lambda: tree_bad_input(make_tree, strict=strict),
+                    meaning="rejected inputs raise ValueError or TypeError and change nothing (X2-X5 reported)"),
+    ]  # fmt: skip
+
+
+def _tree_state(tree: Any) -> tuple[object, ...]:
+    drafts = []
+    for probe in PROBES:
+        draft = tree.speculate(probe, 8, 1.0, 0.0, 0.0, False)
+        drafts.append((list(draft.token_ids), [float(p) for p in draft.probs]))
+    return tree.num_seqs(), tuple(map(str, drafts))
+
+
+TREE_BAD_INPUTS: tuple[tuple[str, str, Callable[[Any], object]], ...] = (
+    ("reserved token in extend", "X2", lambda t: t.extend(0, [4, INT32_MIN])),
+    ("reserved token in context", "X3", lambda t: t.speculate([1, INT32_MIN, 2], 8, 1.0, 0.0, 0.0, False)),
+    ("reserved seq id", "X4", lambda t: t.extend(INT32_MIN, [1, 2])),
+    ("token outside int32", "X5", lambda t: t.extend(1, [1, INT32_MAX + 1])),
+    ("non-integer token", "X5", lambda t: t.extend(1, [1, 1.5])),
+    ("string token", "X5", lambda t: t.extend(1, ["x"])),
+)
+
+
+def _bad_input_verdict(rows: list[tuple[str, str, str]], total: int, strict: bool, what: str) -> Verdict:
+    """rows: (label, X id or "", problem) for every row that behaved unlike arctic_ref."""
+    unexplained = [r for r in rows if not r[1]]
+    known = sorted({r[1] for r in rows if r[1]})
+    detail = "; ".join(f"{label}: {problem}" + (f" ({x})" if x else "") for label, x, problem in rows)
+    return Verdict(
+        passed=not unexplained and (not known or not strict),
+        compared=f"{total} rejected inputs on {what}: each must raise ValueError or TypeError and change nothing",
+        detail=detail,
+        known_difference=", ".join(known),
+    )
+
+
+def tree_bad_input(make_tree: Callable[[int], Any], *, strict: bool) -> Verdict:
+    rows = []
+    for label, x_id, call in TREE_BAD_INPUTS:
+        tree = make_tree(8)
+        tree.extend(0, [1, 2, 3, 1, 2])
+        before = _tree_state(tree)
+        try:
+            call(tree)
+        except (ValueError, TypeError):
+            if _tree_state(tree) != before:
+                rows.append((label, x_id, "raised, but the tree changed"))
+        except Exception as error:  # any other exception is a different behaviour, reported
+            rows.append((label, x_id, f"raised {type(error).__name__}, not ValueError or TypeError"))
+        else:
+            rows.append((label, x_id, "accepted"))
+    return _bad_input_verdict(rows, len(TREE_BAD_INPUTS), strict, "the tree")
+
+
+# ----------------------------------------------------------------------------- suffix caches
+
+
+def fixed_cache_machine(depth: int, limit: int) -> type[SuffixCacheMachine]:
+    """The cache machine at one (max_tree_depth, max_cached_requests), for a zero-argument factory."""
+
+    class FixedCacheMachine(SuffixCacheMachine):
+        @initialize(wrap=st.booleans(), vocab=st.integers(2, 5))
+        def start(self, wrap: bool, vocab: int) -> None:
+            SuffixCacheMachine.start(self, depth, limit, wrap, vocab)
+
+    return FixedCacheMachine
+
+
+def cache_checks(
+    make_cache: Callable[[int, int], Any], *, profile: settings, strict: bool, fixed: tuple[int, int] | None = None
+) -> list[TargetCheck]:
+    """``make_cache(max_tree_depth, max_cached_requests)`` builds the user's cache; ``fixed`` =
+    (depth, limit) when the user's factory takes no arguments (it is then called as is)."""
+    reference = CacheImplementation(name="arctic_ref", make_cache=SuffixDecodingCache)
+    yours = CacheImplementation(name="yours", make_cache=make_cache)
+    machine_type = SuffixCacheMachine if fixed is None else fixed_cache_machine(*fixed)
+
+    def machine() -> Verdict:
+        try:
+            return _machine(lambda: machine_type([reference, yours]), profile,
+                            "start/stop/add/evict/speculate against arctic_ref's cache")  # fmt: skip
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{_replay_hint(profile, 'cache-machine')}") from error
+
+    return [
+        TargetCheck(component="suffix-cache", id="cache-machine", run=machine,
+                    meaning="a state machine drives your cache and arctic_ref's side by side: same drafts, lists, errors"),
+        TargetCheck(component="suffix-cache", id="replay-gate", run=lambda: cache_replay(make_cache),
+                    meaning="the built-in code-edit workload: every draft field for field, float32 bit for bit"),
+        TargetCheck(component="suffix-cache", id="bad-input", run=lambda: cache_bad_input(make_cache, strict=strict),
+                    meaning="rejected inputs raise and change nothing; speculate(max_spec_tokens=None) uses the depth (X1)"),
+    ]  # fmt: skip
+
+
+def cache_replay(make_cache: Callable[[int, int], Any], *, requests: int = 30, tree: bool = False) -> Verdict:
+    """The code-edit trace through both caches, one draft at a time."""
+    trace = code_edit_trace(requests=requests)
+    config = SimulationConfig(use_tree_spec=tree)
+    ours = replay(SuffixDecodingCache(config.max_depth, config.max_cached_requests), trace, config, keep_drafts=True)
+    theirs = replay(make_cache(config.max_depth, config.max_cached_requests), trace, config, keep_drafts=True)
+    for step, (a, b) in enumerate(zip(ours.drafts, theirs.drafts, strict=False)):
+        difference = first_field_difference(DraftFields.unpack(a), DraftFields.unpack(b))
+        if difference:
+            record = ours.steps[step] if step < len(ours.steps) else None
+            where = f"request {record.req_id}, " if record is not None else ""
+            return Verdict(passed=False, compared=f"drafts of the code-edit replay ({requests} requests)",
+                           detail=f"step {step} ({where}speculate call {step}): {difference}",
+                           replay=f"arctic_ref.suffix.simulate.replay(cache, code_edit_trace(requests={requests}), "
+                                  f"SimulationConfig(use_tree_spec={tree}), keep_drafts=True), draft {step}")  # fmt: skip
+    if len(ours.drafts) != len(theirs.drafts):
+        return Verdict(passed=False, compared="number of speculate calls in the code-edit replay",
+                       detail=f"arctic_ref made {len(ours.drafts)}, yours {len(theirs.drafts)}")  # fmt: skip
+    return Verdict(passed=True, compared=f"{len(ours.drafts)} drafts of the code-edit replay ({requests} requests)")
+
+
+def _cache_state(cache: Any) -> tuple[object, ...]:
+    drafts = []
+    for req in list(cache.active_requests):
+        for probe in PROBES:
+            draft = cache.speculate(req, probe, 8, 1.0, 0.0, 0.0, False)
+            drafts.append(str((list(draft.token_ids), [float(p) for p in draft.probs])))
+    return list(cache.active_requests), list(cache.cached_requests), tuple(drafts)
+
+
+CACHE_BAD_INPUTS: tuple[tuple[str, str, Callable[[Any], object]], ...] = (
+    ("reserved token in start_request", "X2", lambda c: c.start_request("new", [1, INT32_MIN])),
+    ("reserved token in add_active_response", "X2", lambda c: c.add_active_response("a", [2, INT32_MIN])),
+    ("token outside int32", "X5", lambda c: c.add_active_response("a", [INT32_MAX + 1])),
+    ("non-integer token", "X5", lambda c: c.start_request("new", [1, 1.5])),
+    ("response for an unknown request", "", lambda c: c.add_active_response("nobody", [1])),
+    ("a request started twice", "", lambda c: c.start_request("a", [1, 2])),
+)
+
+
+def cache_bad_input(make_cache: Callable[[int, int], Any], *, strict: bool) -> Verdict:
+    rows = []
+    for label, x_id, call in CACHE_BAD_INPUTS:
+        cache = make_cache(8, -1)
+        cache.start_request("a", [1, 2, 3])
+        cache.add_active_response("a", [1, 2])
+        before = _cache_state(cache)
+        try:
+            call(cache)
+        except (ValueError, TypeError):
+            if _cache_state(cache) != before:
+                rows.append((label, x_id, "raised, but the cache changed"))
+        except Exception as error:  # any other exception is a different behaviour, reported
+            rows.append((label, x_id, f"raised {type(error).__name__}, not ValueError or TypeError"))
+        else:
+            rows.append((label, x_id, "accepted"))
+    cache = make_cache(8, -1)
+    cache.start_request("a", [1, 2, 3, 1, 2, 3, 1, 2])
+    try:
+        default, explicit = cache.speculate("a", [1, 2]), cache.speculate("a", [1, 2], 8)
+        if first_field_difference(default, explicit):
+            rows.append(("speculate(max_spec_tokens=None)", "X1", "differs from max_spec_tokens=max_tree_depth"))
+    except Exception as error:  # upstream raises AttributeError here (X1)
+        rows.append(("speculate(max_spec_tokens=None)", "X1", f"raised {type(error).__name__}"))
+    return _bad_input_verdict(rows, len(CACHE_BAD_INPUTS) + 1, strict, "the cache")
+

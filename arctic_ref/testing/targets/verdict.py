@@ -1,0 +1,92 @@
+"""``TargetCheck`` and ``Verdict``: one named check of a user's implementation and what it found.
+Every check runs under a time bound and never raises: a crash, a hang or malformed output is a
+failed verdict that says what happened."""
+
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+Component = Literal["suffix-cache", "suffix-tree", "sampler", "drafter"]
+COMPONENTS: tuple[Component, ...] = ("suffix-cache", "suffix-tree", "sampler", "drafter")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    passed: bool
+    compared: str
+    """What was compared, with what: "drafts of 1,826 speculate calls with arctic_ref's"."""
+    detail: str = ""
+    """The first differing case, labelled."""
+    replay: str = ""
+    """How to replay the failure alone (a seed, a case id, a Hypothesis blob)."""
+    known_difference: str = ""
+    """An upstream difference id (X1–X7) this failure is explained by: reported, and a failure
+    only under ``--arctic-ref-strict``."""
+    skipped: str = ""
+    """Why the check did not run (then ``passed`` is meaningless and it is reported as skipped)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetCheck:
+    component: Component
+    id: str
+    meaning: str
+    """One line: what passing proves."""
+    run: Callable[[], Verdict]
+    seconds: float = 600.0
+    """The time bound."""
+
+
+class CheckTimeout(Exception):
+    """The implementation did not finish within the check's time bound."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``CheckTimeout`` in this thread after ``seconds`` (SIGALRM; on the main thread of a
+    POSIX process only, elsewhere the bound is not enforced). The previous handler is restored."""
+    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise CheckTimeout(f"did not finish in {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_check(check: TargetCheck) -> Verdict:
+    """``check.run()`` under its time bound; a timeout or an exception becomes a failed verdict."""
+    try:
+        with time_limit(check.seconds):
+            return check.run()
+    except CheckTimeout as error:
+        return Verdict(passed=False, compared=check.meaning, detail=str(error))
+    except Exception as error:  # the kit never raises: whatever the implementation did is the verdict
+        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+        last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
+        where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
+        return Verdict(passed=False, compared=check.meaning, detail=f"raised {type(error).__name__}: {error}{where}{notes}")
+
+
+def failure_text(check: TargetCheck, verdict: Verdict) -> str:
+    """The message of a failed check: what was compared, the first differing case, how to replay."""
+    lines = [f"{check.component} {check.id}: {check.meaning}", f"compared: {verdict.compared}"]
+    if verdict.known_difference:
+        lines.append(f"known upstream difference {verdict.known_difference} (fails only with --arctic-ref-strict)")
+    if verdict.detail:
+        lines.append(f"first difference: {verdict.detail}")
+    if verdict.replay:
+        lines.append(f"replay: {verdict.replay}")
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""Broken variants, each with one plausible bug; the plugin must fail each on a named check:
+
+- ``make_cache_dropping_a_token``: drops the last token of every non-empty draft (replay-gate, cache-machine);
+- ``make_tree_wrong_tie_break``: a promoted child goes after its equal-count siblings (tree-machine, differential);
+- ``rejection_sample_recovering_from_p``: recovers from p instead of the residual (E8, S3);
+- ``make_drafter_too_long``: ignores max_model_len near the end of a request (bounds).
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from torch import Tensor
+
+from arctic_ref.spec import SamplingMetadata, draw_noise
+from arctic_ref.spec.drafts import DraftRow
+from arctic_ref.suffix import SuffixDecodingCache, SuffixTree
+from arctic_ref.suffix.node import Node
+from arctic_ref.testing.rejection.mutants import MutantLoop
+from byo.drafter import LookupDrafter
+from byo.tree import OpaqueTree
+
+
+class _DroppingCache(SuffixDecodingCache):
+    def speculate(self, *args: Any, **kwargs: Any) -> Any:
+        draft = super().speculate(*args, **kwargs)
+        if draft.token_ids:
+            draft.token_ids, draft.parents, draft.probs = draft.token_ids[:-1], draft.parents[:-1], draft.probs[:-1]
+        return draft
+
+
+def make_cache_dropping_a_token(max_tree_depth: int = 64, max_cached_requests: int = -1) -> SuffixDecodingCache:
+    return _DroppingCache(max_tree_depth, max_cached_requests)
+
+
+def _promote_after_equals(order: list[Node], i: int, old: int) -> None:
+    node = order.pop(i)
+    j = 0
+    while j < len(order) and order[j].count >= node.count:
+        j += 1
+    order.insert(j, node)
+
+
+class _WrongTieTree(SuffixTree):
+    _promote = staticmethod(_promote_after_equals)
+
+
+def make_tree_wrong_tie_break(max_depth: int) -> OpaqueTree:
+    return OpaqueTree(_WrongTieTree(max_depth))
+
+
+def rejection_sample_recovering_from_p(
+    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
+) -> Tensor:  # fmt: skip
+    noise = draw_noise(num_draft_tokens, target_logits.shape[-1], sampling_metadata)
+    return MutantLoop("recover_from_p")(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
+                                        draft_probs, target_logits, bonus_token_ids, sampling_metadata, noise)  # fmt: skip
+
+
+class _TooLongDrafter(LookupDrafter):
+    def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
+        return [list(row.token_ids[-5:]) if row.sampled else [] for row in rows]
+
+
+def make_drafter_too_long(max_model_len: int) -> LookupDrafter:
+    return _TooLongDrafter(max_model_len)

@@ -1,0 +1,115 @@
+"""The pytest plugin (``pytest --arctic-ref-…``) through ``pytester``: nothing changes without its
+options; the example package of ``examples/bring-your-own`` passes; each of its broken variants
+fails on a named check; bad options are usage errors in one line; the fixtures work."""
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bring-your-own"
+FAST = ("-p", "no:cacheprovider", "-o", "addopts=", "--arctic-ref-hypothesis-profile=dev")
+
+
+@pytest.fixture
+def example(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A directory with no tests, the example package importable."""
+    pytester.syspathinsert(EXAMPLE)
+    return pytester
+
+
+def test_without_options_the_plugin_adds_nothing_and_imports_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    heavy = ('arctic_ref.testing', 'arctic_ref.spec', 'arctic_ref.model', 'arctic_ref.runner', 'torch')\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith(heavy))\n"
+        "    open('loaded.txt', 'w').write(repr(loaded))\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "arctic-ref: checking" not in result.stdout.str()
+    assert (pytester.path / "loaded.txt").read_text() == "[]"  # neither the kit nor torch
+
+
+@pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="the example's cache wraps arctic-inference 0.3.0")
+def test_the_example_package_passes_with_stable_ids_and_junit(example: pytest.Pytester) -> None:
+    result = example.runpytest(
+        *FAST, "--arctic-ref-suffix-cache=byo.cache:make_cache", "--arctic-ref-suffix-tree=byo.tree:make_tree",
+        "--arctic-ref-sampler=byo.sampler:rejection_sample", "--arctic-ref-drafter=byo.drafter:make_drafter",
+        "--arctic-ref-no-statistics", "--junitxml=report.xml",
+    )  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes["passed"] >= 25, result.stdout.str()[-3000:]
+    cases = {c.get("classname", "") + "::" + c.get("name", "") for c in ET.parse(example.path / "report.xml").iter("testcase")}
+    assert any(c.endswith("::replay-gate") for c in cases) and any(c.endswith("::E8") for c in cases), cases
+
+
+BROKEN = {
+    "suffix-cache": ("byo.broken:make_cache_dropping_a_token", "replay-gate"),
+    "suffix-tree": ("byo.broken:make_tree_wrong_tie_break", "differential"),
+    "sampler": ("byo.broken:rejection_sample_recovering_from_p", "E8"),
+    "drafter": ("byo.broken:make_drafter_too_long", "bounds"),
+}
+
+
+def test_each_broken_variant_fails_on_a_named_check(example: pytest.Pytester) -> None:
+    options = [f"--arctic-ref-{component}={value}" for component, (value, _) in BROKEN.items()]
+    result = example.runpytest(*FAST, *options, "--arctic-ref-no-statistics", "-rf")
+    failed = {r.nodeid for r in result.reprec.getreports("pytest_runtest_logreport") if r.failed}  # type: ignore[attr-defined]
+    for component, (value, check) in BROKEN.items():
+        assert f"arctic-ref/{component}/{value}::{check}" in failed, (component, sorted(failed))
+    text = result.stdout.str()
+    assert "first difference: step" in text  # the replay gate names the step and the field
+    assert "compared:" in text and "replay:" in text
+
+
+def test_k_selects_and_a_passing_check_reports_what_it_compared(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*FAST, "--arctic-ref-suffix-tree=arctic_ref.suffix:SuffixTree", "-k", "bad-input", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*arctic-ref/suffix-tree/arctic_ref.suffix:SuffixTree::bad-input PASSED*"])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("nomodule_xyz:make", "--arctic-ref-suffix-cache=nomodule_xyz:make: module 'nomodule_xyz' does not import"),
+        ("arctic_ref.suffix:Nope", "--arctic-ref-suffix-cache=arctic_ref.suffix:Nope: 'arctic_ref.suffix' has no attribute 'Nope'"),
+        ("arctic_ref.spec.profile:MAX_SPEC_LEN", "--arctic-ref-suffix-cache=arctic_ref.spec.profile:MAX_SPEC_LEN: int object is not callable"),
+        ("arctic_ref.suffix", "--arctic-ref-suffix-cache=arctic_ref.suffix: expected MODULE:ATTR"),
+        ("byo.drafter:LookupDrafter", "the LookupDrafter it returns lacks start_request"),
+        ("byo.broken:_DroppingCache.speculate", "raised TypeError"),
+    ],
+    ids=["no-module", "no-attribute", "not-callable", "no-colon", "wrong-surface", "factory-raises"],
+)  # fmt: skip
+def test_bad_options_are_one_line_usage_errors(example: pytest.Pytester, value: str, message: str) -> None:
+    result = example.runpytest("-p", "no:cacheprovider", f"--arctic-ref-suffix-cache={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and message in errors[0], result.stderr.str()
+
+
+def test_fixtures_serve_a_test_of_ones_own(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mine="""
+from arctic_ref.spec import rejection_sample
+from arctic_ref.testing import LAYOUTS, compare
+
+def test_cache(arctic_ref_suffix_cache):
+    cache = arctic_ref_suffix_cache(8)
+    cache.start_request("a", [1, 2, 3, 1, 2])
+    assert list(cache.speculate("a", [1, 2], 4).token_ids)[:1] == [3]
+
+def test_kit(arctic_ref_rejection_kit):
+    report = arctic_ref_rejection_kit(rejection_sample, level="quick", statistics=False)
+    assert report.ok, report.failed()
+
+def test_layout(arctic_ref_layout_runner):
+    base = arctic_ref_layout_runner(LAYOUTS[0])
+    assert compare(base, arctic_ref_layout_runner(LAYOUTS[0])).identical_tokens
+"""
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
