@@ -23,7 +23,11 @@ from arctic_ref.suffix.trace_file import TraceRequest, read_trace
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.battery import Outcome
 from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
+from arctic_ref.testing.report_file import SUFFIXES as REPORT_SUFFIXES
+from arctic_ref.testing.report_file import write_report
 from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
+from arctic_ref.testing.targets.cli_run import build_impl_checks, run_impl_checks
+from arctic_ref.testing.targets.registry import TargetOptions
 
 
 def _say(message: str) -> None:
@@ -54,12 +58,26 @@ class _ProgressBar:
 
 
 def _check(args: argparse.Namespace) -> int:
-    _say("arctic-ref check: conformance batteries on embedded defaults")
-    only = frozenset(part for part in args.only.split(",") if part) if args.only else None
-    results = run_batteries(_say, only)
+    if args.report is not None and args.report.suffix not in REPORT_SUFFIXES:
+        raise ValueError(f"--report {args.report}: the suffix must be one of {', '.join(REPORT_SUFFIXES)}")
+    if args.impl:
+        options = TargetOptions(level=args.level, strict=args.strict, statistics=not args.no_statistics,
+                                option_prefix="--impl ")  # fmt: skip
+        checks = build_impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
+        _say(f"arctic-ref check: {len(checks)} checks of {', '.join(args.impl)}")
+        results = run_impl_checks(checks, _say)
+        noun = "checks"
+    else:
+        _say("arctic-ref check: conformance batteries on embedded defaults")
+        only = frozenset(part for part in args.only.split(",") if part) if args.only else None
+        results = run_batteries(_say, only)
+        noun = "batteries"
     print(format_report(results))
     failed = [r for r in results if r.outcome is Outcome.FAIL]
-    print(f"\n{len(results) - len(failed)} of {len(results)} batteries passed or skipped; {len(failed)} failed")
+    print(f"\n{len(results) - len(failed)} of {len(results)} {noun} passed or skipped; {len(failed)} failed")
+    if args.report is not None:
+        write_report(results, args.report)
+        _say(f"report written to {args.report}")
     return 1 if failed else 0
 
 
@@ -204,6 +222,13 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
     )
     check.add_argument("--only", help=f"comma-separated battery ids: {', '.join(BATTERY_IDS)}")
+    check.add_argument("--impl", action="append", default=[], metavar="COMPONENT=MODULE:ATTR",
+                       help="check your implementation instead of the batteries (repeatable); COMPONENT is one of "
+                            "suffix-cache, suffix-tree, sampler, drafter (as the pytest plugin's options)")  # fmt: skip
+    check.add_argument("--level", choices=("quick", "full"), default="quick", help="sampler kit level (--impl)")
+    check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
+    check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")
+    check.add_argument("--report", type=Path, metavar="PATH", help="also write the table as .md, .json or JUnit .xml")
     check.set_defaults(run=_check)
     gen = commands.add_parser("generate", help="generate with a layout and drafter (runner.md §4)")
     gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")

@@ -201,3 +201,45 @@ def test_generate_packed_kernels_give_the_reference_json(capsys: pytest.CaptureF
     reference = capsys.readouterr().out
     assert main(["generate", "--max-tokens", "6", "--json", "--spec", "suffix", "--kernels", "packed"]) == 0
     assert capsys.readouterr().out == reference
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bring-your-own"
+
+
+@pytest.mark.parametrize("suffix", [".md", ".json", ".xml"])
+def test_check_impl_reports_and_exits_by_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, suffix: str
+) -> None:
+    """``check --impl``: the plugin's checks in the report table; 1 when one fails, 0 when all pass;
+    ``--report`` writes the rows in the suffix's format."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    report = tmp_path / f"report{suffix}"
+    assert main(["check", "--impl", "drafter=byo.drafter:make_drafter", "--report", str(report)]) == 0
+    assert "drafter lossless-64" in capsys.readouterr().out
+    text = report.read_text()
+    assert "drafter bounds" in text
+    if suffix == ".json":
+        assert json.loads(text)["failed"] == 0
+    assert main(["check", "--impl", "drafter=byo.broken:make_drafter_too_long", "--report", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert "drafter bounds" in out and "FAIL" in out and "(D8)" in out
+    if suffix == ".xml":
+        assert "<failure" in report.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--impl", "drafter=byo.nope:x"], "--impl drafter=byo.nope:x: module 'byo.nope' does not import"),
+        (["--impl", "samplr=byo.sampler:rejection_sample"], "COMPONENT one of suffix-cache, suffix-tree, sampler, drafter"),
+        (["--impl", "drafter=byo.drafter:make_drafter", "--report", "out.html"], "the suffix must be one of .md, .json, .xml"),
+    ],
+    ids=["no-module", "no-component", "bad-report-suffix"],
+)  # fmt: skip
+def test_check_impl_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], message: str
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    assert main(["check", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

@@ -12,7 +12,7 @@ from arctic_ref.spec.profile import (
     SamplerProfile,
     SpecLengthError,
 )
-from arctic_ref.spec.rejection import parse_output, rejection_sample, rejection_sample_with_noise
+from arctic_ref.spec.rejection import parse_output, rejection_sample, rejection_sample_with_noise, validate_inputs
 from arctic_ref.spec.sampling import compute_target_probs
 
 __all__ = [
@@ -32,4 +32,5 @@ __all__ = [
     "rejection_sample",
     "rejection_sample_loop",
     "rejection_sample_with_noise",
+    "validate_inputs",
 ]

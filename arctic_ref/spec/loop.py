@@ -9,7 +9,7 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise
 from arctic_ref.spec.profile import INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile
-from arctic_ref.spec.rejection import check_noise, validate_inputs
+from arctic_ref.spec.rejection import BonusTokenIds, bonus_column, check_noise, validate_inputs
 from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens
 
 
@@ -20,7 +20,7 @@ def rejection_sample_loop(
     cu_num_draft_tokens: Int[Tensor, "num_reqs"],
     draft_probs: Float[Tensor, "num_tokens vocab"] | None,
     target_logits: Float[Tensor, "num_tokens vocab"],
-    bonus_token_ids: Int[Tensor, "num_reqs 1"],
+    bonus_token_ids: BonusTokenIds,
     sampling_metadata: SamplingMetadata,
     noise: RejectionNoise | None,
     *,
@@ -69,7 +69,7 @@ def rejection_sample_loop(
             emitted.append(_race(w, noise.exponentials[i]))
             break
         else:
-            emitted.append(int(bonus_token_ids[i, 0]))  # every draft accepted (also n = 0)
+            emitted.append(int(bonus_column(bonus_token_ids)[i, 0]))  # every draft accepted (also n = 0)
         out[i, : len(emitted)] = torch.tensor(emitted, dtype=torch.int32)
         start += n
     return out.to(target_logits.device)

@@ -72,9 +72,10 @@ def validate_inputs(
         raise ValueError(
             f"cu_num_draft_tokens must be int [{num_reqs}], got {cu_num_draft_tokens.dtype} {tuple(cu_num_draft_tokens.shape)}"
         )
-    if bonus_token_ids.dtype not in _INT_DTYPES or tuple(bonus_token_ids.shape) != (num_reqs, 1):
+    if bonus_token_ids.dtype not in _INT_DTYPES or tuple(bonus_token_ids.shape) not in ((num_reqs, 1), (num_reqs,)):
         raise ValueError(
-            f"bonus_token_ids must be int [{num_reqs}, 1], got {bonus_token_ids.dtype} {tuple(bonus_token_ids.shape)}"
+            f"bonus_token_ids must be int [{num_reqs}, 1] or [{num_reqs}], got {bonus_token_ids.dtype} "
+            f"{tuple(bonus_token_ids.shape)}"
         )
     meta = sampling_metadata
     if meta.temperature is None and (not meta.all_greedy or meta.all_random):
@@ -133,6 +134,15 @@ def validate_inputs(
         raise ValueError(f"generators for requests {bad_generators} outside [0, {num_reqs})")
 
 
+BonusTokenIds = Int[Tensor, "num_reqs 1"] | Int[Tensor, "num_reqs"]
+"""``[B, 1]`` as vLLM's sampler passes it, or ``[B]`` as vLLM's tests do (its kernels read it flat)."""
+
+
+def bonus_column(bonus_token_ids: BonusTokenIds) -> Int[Tensor, "num_reqs 1"]:
+    """``[B]`` or ``[B, 1]`` as ``[B, 1]`` (a view; validated shapes only)."""
+    return bonus_token_ids.reshape(-1, 1)
+
+
 def rejection_sample(
     draft_token_ids: TokenIds,
     num_draft_tokens: list[int],
@@ -140,7 +150,7 @@ def rejection_sample(
     cu_num_draft_tokens: PerRequest,
     draft_probs: Probs | None,
     target_logits: Logits,
-    bonus_token_ids: Int[Tensor, "num_reqs 1"],
+    bonus_token_ids: BonusTokenIds,
     sampling_metadata: SamplingMetadata,
     *,
     profile: SamplerProfile = INTENDED,
@@ -157,7 +167,7 @@ def rejection_sample(
     )
     return _sample(
         draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata, noise, profile, fused,
+        bonus_column(bonus_token_ids), sampling_metadata, noise, profile, fused,
     )  # fmt: skip
 
 
@@ -168,7 +178,7 @@ def rejection_sample_with_noise(
     cu_num_draft_tokens: Int[Tensor, "num_reqs"],
     draft_probs: Float[Tensor, "num_tokens vocab"] | None,
     target_logits: Float[Tensor, "num_tokens vocab"],
-    bonus_token_ids: Int[Tensor, "num_reqs 1"],
+    bonus_token_ids: BonusTokenIds,
     sampling_metadata: SamplingMetadata,
     noise: RejectionNoise | None,
     *,
@@ -182,7 +192,7 @@ def rejection_sample_with_noise(
     )  # fmt: skip
     return _sample(
         draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata, noise, profile, fused,
+        bonus_column(bonus_token_ids), sampling_metadata, noise, profile, fused,
     )  # fmt: skip
 
 
