@@ -74,7 +74,8 @@ def _check(args: argparse.Namespace) -> int:
         noun = "batteries"
     print(format_report(results))
     failed = [r for r in results if r.outcome is Outcome.FAIL]
-    print(f"\n{len(results) - len(failed)} of {len(results)} {noun} passed or skipped; {len(failed)} failed")
+    ids = len(dict.fromkeys(r.battery_id for r in results))
+    print(f"\n{ids} {noun}, {len(results)} rows: {len(results) - len(failed)} passed or skipped, {len(failed)} failed")
     if args.report is not None:
         write_report(results, args.report)
         _say(f"report written to {args.report}")
@@ -98,7 +99,24 @@ def _factories(impl: str) -> list[tuple[str, Callable[[int, int], SuffixCacheLik
     return out
 
 
+def _simulate_flag_problems(args: argparse.Namespace) -> list[str]:
+    """Impossible simulate parameters, named as the user typed them."""
+    rules = [
+        ("--requests", args.requests, args.requests >= 1, ">= 1"),
+        ("--max-spec-tokens", args.max_spec_tokens, args.max_spec_tokens >= 0, ">= 0"),
+        ("--max-spec-factor", args.max_spec_factor, args.max_spec_factor >= 0, ">= 0"),
+        ("--min-token-prob", args.min_token_prob, 0 <= args.min_token_prob <= 1, "in [0, 1]"),
+        ("--max-cached-requests", args.max_cached_requests, args.max_cached_requests >= -1, ">= -1 (-1: no limit)"),
+        ("--warm", args.warm, args.warm >= 0, ">= 0"),
+        ("--repeat", args.repeat, args.repeat >= 1, ">= 1"),
+    ]
+    return [f"{flag}({value}) must be {bound}" for flag, value, ok, bound in rules if not ok]
+
+
 def _simulate(args: argparse.Namespace) -> int:
+    problems = _simulate_flag_problems(args)
+    if problems:
+        raise ValueError("; ".join(problems))
     config = SimulationConfig(
         max_depth=args.max_depth,
         max_spec_tokens=args.max_spec_tokens,
@@ -289,8 +307,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
-    if getattr(args, "repeat", 1) < 1:
-        raise SystemExit(f"--repeat({args.repeat}) must be >= 1")
     try:
         status: int = args.run(args)
     except (ValueError, OSError) as error:

@@ -13,15 +13,16 @@ export PATH="$venv/bin:$PATH"
 stamp="$venv/.arctic-ref-setup"
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-    echo "setting up $venv ..." >&2
-    pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+    log="$venv/setup.log"
+    echo "setting up $venv (pip's output goes to $log) ..." >&2
+    : > "$log"
+    pip install -q --disable-pip-version-check --upgrade pip >> "$log" 2>&1 || true
     # torch first, pinned to the CPU wheel on this machine's disk, so no CUDA build is pulled.
     pip install -q --disable-pip-version-check torch==2.13.0 numpy 'nanobind==2.9.2' cmake ninja setuptools wheel \
-        grpcio-tools 'protobuf==5.29.6' 2>&1 | grep -v '^WARNING: Location' || true
-    pip install -q --disable-pip-version-check --no-build-isolation 'arctic-inference==0.3.0' 2>&1 \
-        | grep -v '^WARNING: Location' || true
-    pip install -q --disable-pip-version-check -e '.[testing,test,lint,plot]' 2>&1 | grep -v '^WARNING: Location' || true
+        grpcio-tools 'protobuf==5.29.6' >> "$log" 2>&1 || true
+    pip install -q --disable-pip-version-check --no-build-isolation 'arctic-inference==0.3.0' >> "$log" 2>&1 || true
+    pip install -q --disable-pip-version-check -e '.[testing,test,lint,plot]' >> "$log" 2>&1 || true
     python -c "import torch, arctic_ref; from arctic_inference.suffix_decoding import _C" \
-        || { echo "set-up failed" >&2; exit 1; }
+        || { tail -n 40 "$log" >&2; echo "set-up failed (the whole log: $log)" >&2; exit 1; }
     echo "$want" > "$stamp"
 fi

@@ -243,3 +243,42 @@ def test_check_impl_usage_errors_exit_2(
     assert main(["check", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_prompts_and_config_errors_name_the_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt_token_ids": [1, 2]}\n{"prompt_token_ids": [3,\n')
+    assert main(["generate", "--prompts", str(prompts)]) == 2
+    assert f"{prompts}:2: not JSON" in capsys.readouterr().err
+    prompts.write_text("\n\n")
+    assert main(["generate", "--prompts", str(prompts)]) == 2
+    assert f"{prompts}: no prompts" in capsys.readouterr().err
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{\n  "hidden_size": 64,\n  "vocab_size": ,\n}\n')
+    assert main(["generate", "--model", str(model)]) == 2
+    assert f"{model / 'config.json'}:3: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-spec-tokens", "-5"], "--max-spec-tokens(-5) must be >= 0"),
+        (["--min-token-prob", "2"], "--min-token-prob(2.0) must be in [0, 1]"),
+        (["--requests", "0"], "--requests(0) must be >= 1"),
+        (["--repeat", "0"], "--repeat(0) must be >= 1"),
+    ],
+)
+def test_simulate_rejects_impossible_parameters_by_flag(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["simulate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_check_progress_counts_the_ids_of_only_and_the_table_names_them(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--only", "layout,heads,cudagraph"]) == 0
+    captured = capsys.readouterr()
+    assert "[3/3] cudagraph: PASS" in captured.err and "[4/" not in captured.err
+    assert "3 batteries, 3 rows: 3 passed or skipped, 0 failed" in captured.out
+    assert [line.split()[0] for line in captured.out.splitlines()[2:5]] == ["layout", "heads", "cudagraph"]

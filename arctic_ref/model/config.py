@@ -117,7 +117,12 @@ class ModelConfig:
 
     @classmethod
     def load(cls, path: Path) -> "ModelConfig":
-        return cls.from_hf(json.loads((path / "config.json").read_text()))
+        config = path / "config.json"
+        try:
+            raw = json.loads(config.read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{config}:{error.lineno}: not JSON ({error.msg} at column {error.colno})") from None
+        return cls.from_hf(raw)
 
 
 def tiny_config(*, tied: bool = False, vocab_size: int = 512) -> ModelConfig:

@@ -119,14 +119,21 @@ class GenerateJob:
 
 
 def read_prompts(path: Path) -> tuple[tuple[int, ...], ...]:
-    """JSON lines, each ``{"prompt_token_ids": [...]}``."""
+    """JSON lines, each ``{"prompt_token_ids": [...]}``; ValueError naming the file and the line of
+    the first bad one, or the file when it holds no prompt."""
     out = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if line.strip():
-            ids = json.loads(line).get("prompt_token_ids")
-            if not isinstance(ids, list) or not all(isinstance(t, int) for t in ids):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not JSON ({error.msg} at column {error.colno})") from None
+            ids = record.get("prompt_token_ids") if isinstance(record, dict) else None
+            if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
                 raise ValueError(f"{path}:{number}: prompt_token_ids must be a list of ints")
             out.append(tuple(ids))
+    if not out:
+        raise ValueError(f"{path}: no prompts (expected JSON lines with prompt_token_ids)")
     return tuple(out)
 
 

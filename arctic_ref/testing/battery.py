@@ -24,3 +24,5 @@ class BatteryResult:
     figures: dict[str, str] = field(default_factory=dict)
     detail: str = ""
     seconds: float = 0.0
+    battery_id: str = ""
+    """The id ``--only`` (or ``--impl``'s component) that produced this row."""

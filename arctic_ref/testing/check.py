@@ -3,6 +3,7 @@ and the report table."""
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from arctic_ref.testing.battery import BatteryResult, Outcome, Progress
 from arctic_ref.testing.drafts.draft_batteries import (
@@ -31,14 +32,7 @@ from arctic_ref.testing.suffix.suffix_batteries import (
 def _timed(run: Callable[[], BatteryResult]) -> BatteryResult:
     began = time.perf_counter()
     result = run()
-    return BatteryResult(
-        name=result.name,
-        outcome=result.outcome,
-        compared=result.compared,
-        figures=result.figures,
-        detail=result.detail,
-        seconds=time.perf_counter() - began,
-    )
+    return replace(result, seconds=time.perf_counter() - began)
 
 
 def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
@@ -70,36 +64,39 @@ def run_batteries(progress: Progress, only: frozenset[str] | None = None) -> lis
         raise ValueError(f"unknown batteries {unknown}; known: {', '.join(BATTERY_IDS)}")
     results = []
     batteries = [(label, battery) for label, battery in all_batteries() if only is None or label in only]
+    with_layouts = only is None or "layouts" in only
+    total = len(batteries) + with_layouts  # the progress counter counts ids, as --only does
     for index, (label, battery) in enumerate(batteries, start=1):
-        progress(f"[{index}/{len(batteries)}] {label} ...")
+        progress(f"[{index}/{total}] {label} ...")
         try:
             result = _timed(battery)
         except Exception as error:  # a crashing battery is a failed battery, reported with its error
             result = BatteryResult(
                 name=label, outcome=Outcome.FAIL, compared=0, detail=f"{type(error).__name__}: {error}"
             )
-        progress(f"[{index}/{len(batteries)}] {label}: {result.outcome} ({result.seconds:.1f} s)")
-        results.append(result)
-    if only is not None and "layouts" not in only:
+        progress(f"[{index}/{total}] {label}: {result.outcome} ({result.seconds:.1f} s)")
+        results.append(replace(result, battery_id=label))
+    if not with_layouts:
         return results
-    progress("[+] layouts, collectives, exchanges, spec-lossless (multi-process, world 1, 2, 4) ...")
+    progress(f"[{total}/{total}] layouts: layouts, collectives, exchanges, spec-lossless (multi-process, world 1, 2, 4) ...")
     try:
         group = layout_conformance(progress)
     except Exception as error:  # a crashing battery is a failed battery
         group = [
             BatteryResult(name="layouts", outcome=Outcome.FAIL, compared=0, detail=f"{type(error).__name__}: {error}")
         ]
-    progress(f"[+] layouts: {', '.join(str(r.outcome) for r in group)} ({group[0].seconds:.1f} s)")
-    return results + group
+    progress(f"[{total}/{total}] layouts: {', '.join(str(r.outcome) for r in group)} ({group[0].seconds:.1f} s)")
+    return results + [replace(r, battery_id="layouts") for r in group]
 
 
 def format_report(results: list[BatteryResult]) -> str:
-    """A plain-text table: one row per battery."""
-    rows = [("battery", "result", "compared", "seconds", "figures")]
+    """A plain-text table: one row per result, with the ``--only`` id that produced it."""
+    rows = [("id", "battery", "result", "compared", "seconds", "figures")]
     for r in results:
         figures = ", ".join(f"{k} {v}" for k, v in r.figures.items())
         rows.append(
             (
+                r.battery_id,
                 r.name,
                 str(r.outcome),
                 str(r.compared),
@@ -107,12 +104,12 @@ def format_report(results: list[BatteryResult]) -> str:
                 figures + (f" | {r.detail}" if r.detail else ""),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = []
     for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5])
         if n == 0:
-            lines.append("-" * (sum(widths) + 8 + len(row[4])))
+            lines.append("-" * (sum(widths) + 10 + len(row[5])))
     return "\n".join(lines)
 
 

@@ -40,6 +40,6 @@ def run_impl_checks(checks: Sequence[TargetCheck], progress: Callable[[str], Non
         detail = verdict.skipped or ("" if verdict.passed else failure_text(check, verdict))
         if verdict.passed and verdict.known_difference:
             detail = f"known upstream differences {verdict.known_difference}: {verdict.detail}"
-        rows.append(BatteryResult(name=f"{check.component} {check.id}", outcome=outcome, compared=1,
-                                  figures={}, detail=detail, seconds=time.perf_counter() - began))  # fmt: skip
+        rows.append(BatteryResult(name=f"{check.component} {check.id}", outcome=outcome, compared=1, figures={},
+                                  detail=detail, seconds=time.perf_counter() - began, battery_id=check.component))  # fmt: skip
     return rows
