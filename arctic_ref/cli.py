@@ -66,7 +66,7 @@ def _check(args: argparse.Namespace) -> int:
         checks = build_impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
         _say(f"arctic-ref check: {len(checks)} checks of {', '.join(args.impl)}")
         results = run_impl_checks(checks, _say)
-        noun = "checks"
+        noun = "implementations"
     else:
         _say("arctic-ref check: conformance batteries on embedded defaults")
         only = frozenset(part for part in args.only.split(",") if part) if args.only else None

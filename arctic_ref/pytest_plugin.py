@@ -22,6 +22,8 @@ COMPONENT_OPTIONS = {
     "suffix-tree": "MODULE:FACTORY returning an object with arctic-inference 0.3.0's SuffixTree API; "
     "the factory takes no arguments or (max_depth)",
     "sampler": "MODULE:FUNCTION with vLLM's rejection_sample argument list (arctic_ref.spec.rejection_sample)",
+    "exchange": "MODULE:FACTORY returning a Ulysses exchange (seq_to_heads(x, comm), heads_to_seq(y, comm)), "
+    "built on every rank and run inside the reference forward over the layout matrix",
     "drafter": "MODULE:FACTORY returning a drafter with propose(rows) or propose_with_hidden(rows, hidden, "
     "num_drafts); the factory takes no arguments or (max_model_len)",
 }
@@ -37,6 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--arctic-ref-device", choices=("cpu", "cuda"), default="cpu", help="device of the sampler kit")
     group.addoption("--arctic-ref-profile", choices=("intended", "vllm-0.9.2"), default="intended",
                     help="sampler profile: the intended numerics, or vLLM 0.9.2's")  # fmt: skip
+    group.addoption("--arctic-ref-backend", choices=("gloo", "nccl"), default="gloo",
+                    help="the exchange's process groups: gloo on CPU, nccl with one GPU per rank")  # fmt: skip
     group.addoption("--arctic-ref-no-statistics", action="store_true",
                     help="sampler: the exact checks only (S1-S5 pass untested); for a fast pre-commit run")  # fmt: skip
     group.addoption("--arctic-ref-strict", action="store_true",
@@ -68,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         profile=config.getoption("--arctic-ref-profile"), strict=config.getoption("--arctic-ref-strict"),
         hypothesis_profile=config.getoption("--arctic-ref-hypothesis-profile"),
         statistics=not config.getoption("--arctic-ref-no-statistics"),
+        backend=config.getoption("--arctic-ref-backend"),
     )  # fmt: skip
     checks = []
     for component, value in requested:

@@ -27,7 +27,6 @@ from arctic_ref.model.layers import rope_tables
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, embed, pack_qkv, replicate_kv, unpack_qkv
 from arctic_ref.model.weights import Weights
 from arctic_ref.parallel.plan import StepPlan
-from arctic_ref.parallel.ulysses import heads_to_seq, seq_to_heads
 
 QKV = "self_attn.qkv_proj.weight"
 GATE_UP = "mlp.gate_up_proj.weight"
@@ -94,14 +93,15 @@ def fused_forward(
         q, k, v = q.view(n, hq, d), k.view(n, hk, d), v.view(n, hk, d)
         if sp is not None:
             k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
-            q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq // sp.size, k.shape[1] // sp.size, d)
+            exchanged = plan.groups.exchange.seq_to_heads(pack_qkv(q, k, v, sp.size), sp)
+            q, k, v = unpack_qkv(exchanged, hq // sp.size, k.shape[1] // sp.size, d)
         ops.rope_write_cache(k, v, cos, sin, inputs.slot_mapping, cache.keys[layer], cache.values[layer])
         o = ops.decode_attention(
             q, cos, sin, inputs.positions, meta.context_slots, meta.real, cache.keys[layer], cache.values[layer]
         )
         o = o.reshape(o.shape[0], -1)
         if sp is not None:
-            o = heads_to_seq(o, sp)
+            o = plan.groups.exchange.heads_to_seq(o, sp)
         delta = plan.groups.tp.all_reduce(o @ model.w(p + "self_attn.o_proj.weight").T)
         x, h = ops.add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
         up = ops.silu_mul(h @ model.w(p + GATE_UP).T)

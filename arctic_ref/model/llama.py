@@ -24,7 +24,6 @@ from arctic_ref.model.weights import Weights
 from arctic_ref.parallel.comm import Comm
 from arctic_ref.parallel.heads import kv_head_range
 from arctic_ref.parallel.plan import StepPlan
-from arctic_ref.parallel.ulysses import heads_to_seq, seq_to_heads
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +116,7 @@ def attention_block(
     if plan.token_slice is not None and sp is not None:
         k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
         hq, hk = q.shape[1] // sp.size, k.shape[1] // sp.size
-        q, k, v = unpack_qkv(seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq, hk, d)
+        q, k, v = unpack_qkv(plan.groups.exchange.seq_to_heads(pack_qkv(q, k, v, sp.size), sp), hq, hk, d)
     if isinstance(inputs.attention, BatchedAttention):
         assert tables.allowed is not None
         cache.write_static(layer, inputs.slot_mapping, k, v)
@@ -127,7 +126,7 @@ def attention_block(
         o = paged_attention(q, inputs.positions, cache, layer, inputs.attention)
     o = o.reshape(o.shape[0], -1)
     if plan.token_slice is not None and sp is not None:
-        o = heads_to_seq(o, sp)
+        o = plan.groups.exchange.heads_to_seq(o, sp)
     return plan.groups.tp.all_reduce(o @ model.w(p + "self_attn.o_proj.weight").T)
 
 

@@ -8,6 +8,7 @@ from enum import StrEnum
 from arctic_ref.parallel.comm import Comm, RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, dp_padding, pad_to, round_up
 from arctic_ref.parallel.layout import ParallelLayout
+from arctic_ref.parallel.ulysses import ULYSSES, Exchange
 
 
 class StepMode(StrEnum):
@@ -42,6 +43,8 @@ class ModeGroups:
     tp: Comm
     sp: Comm | None
     vocab: Comm
+    exchange: Exchange = ULYSSES
+    """The all-to-all pair over ``sp`` (the reference's, or an implementation under test)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +83,7 @@ def plan_step(
     graphs: GraphTables,
     groups: RankGroups,
     dp_num_tokens: Sequence[int] = (),
+    exchange: Exchange = ULYSSES,
 ) -> StepPlan:
     if n < 1:
         raise ValueError(f"a step needs >= 1 scheduled token (got {n})")
@@ -93,7 +97,7 @@ def plan_step(
     rows = padded // layout.sp if sliced else padded
     s = layout.sp_rank(groups.rank)
     if mode is StepMode.BASE:
-        mode_groups = ModeGroups(tp=groups.tp, sp=groups.sp, vocab=groups.tp)
+        mode_groups = ModeGroups(tp=groups.tp, sp=groups.sp, vocab=groups.tp, exchange=exchange)
     else:
         mode_groups = ModeGroups(tp=groups.shift, sp=None, vocab=groups.shift)
     return StepPlan(

@@ -1,5 +1,8 @@
 """Ulysses exchanges over the SP group (DeepSpeed-Ulysses, arXiv 2309.14509; parallel.md §2.2)."""
 
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
 from jaxtyping import Float
 from torch import Tensor
 
@@ -29,3 +32,26 @@ def heads_to_seq(y: Float[Tensor, "all_tokens group_width"], comm: Comm) -> Floa
     n = total // sp
     received = comm.all_to_all(y.contiguous()).view(sp, n, c)  # block i: member i's head group
     return received.transpose(0, 1).reshape(n, sp * c)
+
+
+@runtime_checkable
+class Exchange(Protocol):
+    """The pair of all-to-alls a forward uses over its SP group: where a user's Ulysses exchange
+    plugs into the reference forward (``plan_step(..., exchange=...)``) to be checked layout by layout."""
+
+    def seq_to_heads(self, x: Tensor, comm: Comm) -> Tensor: ...
+    def heads_to_seq(self, y: Tensor, comm: Comm) -> Tensor: ...
+
+
+@dataclass(frozen=True, slots=True)
+class UlyssesExchange:
+    """The reference exchange: this module's ``seq_to_heads`` and ``heads_to_seq``."""
+
+    def seq_to_heads(self, x: Tensor, comm: Comm) -> Tensor:
+        return seq_to_heads(x, comm)
+
+    def heads_to_seq(self, y: Tensor, comm: Comm) -> Tensor:
+        return heads_to_seq(y, comm)
+
+
+ULYSSES: Final = UlyssesExchange()

@@ -20,6 +20,7 @@ from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode
+from arctic_ref.parallel.ulysses import ULYSSES, Exchange
 from arctic_ref.runner.block_tables import BlockTables
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.requests import FinishReason, RequestState, SamplingParams
@@ -108,7 +109,11 @@ def forward_for(kernels: Kernel) -> ForwardFn:
 
 
 def build_runner(
-    config: EngineConfig, full: Weights, groups: RankGroups, drafter: Drafter | HiddenStateDrafter | None = None
+    config: EngineConfig,
+    full: Weights,
+    groups: RankGroups,
+    drafter: Drafter | HiddenStateDrafter | None = None,
+    exchange: Exchange = ULYSSES,
 ) -> ReferenceRunner:
     """Base model shard (t, T); shift model shard (t·S + s, P) when shift is enabled; one cache."""
     layout, cfg = config.layout, config.model
@@ -140,6 +145,7 @@ def build_runner(
         drafter=drafter or NoDrafter(),
         graph_context=sched.max_model_len,
         forward_fn=forward_for(config.kernels),
+        exchange=exchange,
     )
 
 

@@ -16,6 +16,7 @@ from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute
 from arctic_ref.parallel.comm import RankGroups
 from arctic_ref.parallel.cudagraph import GraphTables
 from arctic_ref.parallel.plan import ShiftPolicy, StepMode, StepPlan, plan_step
+from arctic_ref.parallel.ulysses import ULYSSES, Exchange
 from arctic_ref.runner.block_tables import BlockTables
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.graphs import CapturedForward
@@ -88,6 +89,7 @@ class ReferenceRunner:
     graph_context: int = 1024  # static key slots per row in captured graphs (max_model_len)
     logits_processor: LogitsProcessor | None = None  # e.g. TraceForcing in benchmarks
     forward_fn: ForwardFn = forward  # or fused_forward (EngineConfig.kernels = "triton")
+    exchange: Exchange = ULYSSES  # the Ulysses all-to-alls the forward uses (an implementation under test)
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
 
@@ -99,7 +101,8 @@ class ReferenceRunner:
         for req_id in sched.finished_req_ids:
             self.batch.pop(req_id, None)
             self.blocks.release(req_id)
-        plan = plan_step(sched.total_num_scheduled_tokens, policy=self.policy, graphs=self.graphs, groups=self.groups)
+        plan = plan_step(sched.total_num_scheduled_tokens, policy=self.policy, graphs=self.graphs, groups=self.groups,
+                         exchange=self.exchange)  # fmt: skip
         inputs = self.prepare_inputs(sched, plan)
         model = self.models[plan.mode]
         if plan.graph_size is not None and self.device.type == "cuda":

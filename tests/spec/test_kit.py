@@ -1,6 +1,7 @@
 """The conformance kit on both of our implementations (clean), and on the mutants (each caught)."""
 
 import pytest
+import torch
 
 from arctic_ref.spec import rejection_sample, rejection_sample_loop, rejection_sample_with_noise
 from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
@@ -62,3 +63,29 @@ def test_report_renders() -> None:
     report = check_rejection_sampler(candidate, with_noise=candidate.inject, level="quick", statistics=False)
     assert '"ok": false' in report.to_json()
     assert "| E8 | exact | fail |" in report.to_markdown()
+
+
+def _no_bonus(*args: object) -> torch.Tensor:
+    """Never emits the bonus token: a row whose drafts are all accepted ends without it."""
+    out = rejection_sample(*args)  # type: ignore[arg-type]
+    num_draft_tokens = args[1]
+    assert isinstance(num_draft_tokens, list)
+    for i, n in enumerate(num_draft_tokens):
+        if int(out[i, n]) != -1:
+            out[i, n] = -1
+    return out
+
+
+def _not_a_tensor(*args: object) -> object:
+    return [[1, 2, 3]]
+
+
+@pytest.mark.parametrize("sampler", [_no_bonus, _not_a_tensor], ids=["no-bonus", "not-a-tensor"])
+def test_the_kit_never_hangs_or_raises_on_a_broken_sampler(sampler: object) -> None:
+    """A sampler that never emits the bonus once looped for ever in E20's generation; malformed
+    output once crashed the statistics (np.bincount). Both are failed checks now, naming the row."""
+    report = check_rejection_sampler(sampler, level="quick")  # type: ignore[arg-type]
+    failed = set(report.failed())
+    assert {"E20", "S1"} <= failed, failed
+    s1 = next(c for c in report.checks if c.id == "S1")
+    assert "MalformedOutput" in s1.detail and ("row" in s1.detail or "not a tensor" in s1.detail), s1.detail

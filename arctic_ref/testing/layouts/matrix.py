@@ -15,6 +15,7 @@ from arctic_ref.parallel.comm import CommOp, GroupKind, build_groups, counting
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.layout import ParallelLayout
 from arctic_ref.parallel.plan import StepMode
+from arctic_ref.parallel.ulysses import ULYSSES, Exchange
 from arctic_ref.runner.drafters import (
     Drafter,
     HiddenStateDrafter,
@@ -36,6 +37,7 @@ from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invar
 from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
 from arctic_ref.testing.layouts.rank_figure import RankFigure, prefixed
 from arctic_ref.testing.layouts.volume_check import check_volumes
+from arctic_ref.testing.targets.loading import build, load_target, require_callable, require_methods
 
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
 
@@ -59,11 +61,14 @@ class LayoutCase:
     reference: tuple[tuple[int, ...], ...] = ()  # the oracle drafter's L0 outputs
     oracle_correct: int = 3
     kernels: Kernel = "reference"
+    exchange: str = ""
+    """``MODULE:FACTORY`` of a Ulysses exchange under test, built on every rank ("" = the reference's)."""
 
     @property
     def label(self) -> str:
         label = self.name if self.drafter == "none" else f"{self.name}+{self.drafter}"
-        return label if self.kernels == "reference" else f"{label}/{self.kernels}"
+        label = label if self.kernels == "reference" else f"{label}/{self.kernels}"
+        return label if not self.exchange else f"{label}@{self.exchange}"
 
     @property
     def world_size(self) -> int:
@@ -120,6 +125,16 @@ class LayoutOutcome:
     collectives: Counter[tuple[CommOp, GroupKind]] = field(default_factory=Counter)  # (op, group kind) per step
 
 
+def load_exchange(value: str) -> Exchange:
+    """The exchange ``MODULE:FACTORY`` builds (every rank builds its own); ``TargetError`` when the
+    value does not import, is not callable, or builds an object without the two methods."""
+    option = "--arctic-ref-exchange"
+    factory = require_callable(option, value, load_target(option, value))
+    exchange = build(option, value, factory)
+    require_methods(option, value, exchange, ("seq_to_heads", "heads_to_seq"))
+    return exchange  # type: ignore[no-any-return]
+
+
 def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None) -> LayoutOutcome:
     """One layout on this rank (every rank runs it, SPMD)."""
     model = config or tiny_config()
@@ -131,7 +146,8 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
         scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=case.budget, max_model_len=1024),
         device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu", kernels=case.kernels,
     )  # fmt: skip
-    runner = build_runner(engine, random_weights(model, case.seed), log_groups, make_drafter(case, model))
+    exchange = load_exchange(case.exchange) if case.exchange else ULYSSES
+    runner = build_runner(engine, random_weights(model, case.seed), log_groups, make_drafter(case, model), exchange)
     records: list[SampleRecord] = []
     prompts = builtin_prompts(model.vocab_size)
     results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=case.max_tokens)] * len(prompts),

@@ -21,19 +21,20 @@ def parse_impl(spec: str) -> tuple[Component, str]:
     return component, value  # type: ignore[return-value]
 
 
-def build_impl_checks(specs: Sequence[str], options: TargetOptions, base_dir: Path) -> list[TargetCheck]:
-    """Every check of every ``--impl``, built before any runs (a bad one is a usage error)."""
-    checks: list[TargetCheck] = []
+def build_impl_checks(specs: Sequence[str], options: TargetOptions, base_dir: Path) -> list[tuple[str, TargetCheck]]:
+    """(the ``--impl`` it came from, check) for every check of every ``--impl``, built before any
+    runs (a bad one is a usage error)."""
+    checks: list[tuple[str, TargetCheck]] = []
     for spec in specs:
         component, value = parse_impl(spec)
-        checks += target_checks(component, value, options, base_dir=base_dir)
+        checks += [(spec, check) for check in target_checks(component, value, options, base_dir=base_dir)]
     return checks
 
 
-def run_impl_checks(checks: Sequence[TargetCheck], progress: Callable[[str], None]) -> list[BatteryResult]:
+def run_impl_checks(checks: Sequence[tuple[str, TargetCheck]], progress: Callable[[str], None]) -> list[BatteryResult]:
     rows = []
-    for index, check in enumerate(checks, start=1):
-        progress(f"[{index}/{len(checks)}] {check.component} {check.id} ...")
+    for index, (spec, check) in enumerate(checks, start=1):
+        progress(f"[{index}/{len(checks)}] {spec} {check.id} ...")
         began = time.perf_counter()
         verdict = run_check(check)
         outcome = Outcome.SKIP if verdict.skipped else Outcome.PASS if verdict.passed else Outcome.FAIL
@@ -41,5 +42,5 @@ def run_impl_checks(checks: Sequence[TargetCheck], progress: Callable[[str], Non
         if verdict.passed and verdict.known_difference:
             detail = f"known upstream differences {verdict.known_difference}: {verdict.detail}"
         rows.append(BatteryResult(name=f"{check.component} {check.id}", outcome=outcome, compared=1, figures={},
-                                  detail=detail, seconds=time.perf_counter() - began, battery_id=check.component))  # fmt: skip
+                                  detail=detail, seconds=time.perf_counter() - began, battery_id=spec))  # fmt: skip
     return rows

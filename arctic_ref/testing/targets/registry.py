@@ -9,7 +9,9 @@ from typing import Any
 
 from hypothesis import settings
 
+from arctic_ref.testing.layouts.matrix import load_exchange
 from arctic_ref.testing.targets.drafter_targets import drafter_checks
+from arctic_ref.testing.targets.exchange_targets import Backend, exchange_checks
 from arctic_ref.testing.targets.loading import (
     TargetError,
     arity,
@@ -34,6 +36,8 @@ class TargetOptions:
     """Fail on documented upstream differences (X1–X7) too."""
     statistics: bool = True
     """Run the sampler kit's statistical checks (S1–S5)."""
+    backend: Backend = "gloo"
+    """The exchange's process groups: gloo on CPU, or NCCL (one GPU per rank)."""
     hypothesis_profile: str = "ci"
     """A registered Hypothesis profile (``arctic_ref.testing.profiles``): dev, ci or nightly."""
     option_prefix: str = "--arctic-ref-"
@@ -54,6 +58,9 @@ def target_checks(
     if component == "sampler":
         return sampler_checks(target, level=options.level, device=options.device, profile=options.profile,
                               statistics=options.statistics)
+    if component == "exchange":
+        load_exchange(value)  # in this process first: a bad value is a usage error, not six failed checks
+        return exchange_checks(value, backend=options.backend)
     if component == "drafter":
         params = arity(option, value, target, 1)
         probe = build(option, value, target, *([256] * params))

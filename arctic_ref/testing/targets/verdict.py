@@ -8,10 +8,10 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-Component = Literal["suffix-cache", "suffix-tree", "sampler", "drafter"]
-COMPONENTS: tuple[Component, ...] = ("suffix-cache", "suffix-tree", "sampler", "drafter")
+Component = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter"]
+COMPONENTS: tuple[Component, ...] = get_args(Component)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,7 +3,8 @@
 - ``make_cache_dropping_a_token``: drops the last token of every non-empty draft (replay-gate, cache-machine);
 - ``make_tree_wrong_tie_break``: a promoted child goes after its equal-count siblings (tree-machine, differential);
 - ``rejection_sample_recovering_from_p``: recovers from p instead of the residual (E8, S3);
-- ``make_drafter_too_long``: ignores max_model_len near the end of a request (bounds).
+- ``make_drafter_too_long``: ignores max_model_len near the end of a request (bounds);
+- ``make_exchange_permuting_heads``: an all-to-all that permutes head groups (layout-L2, -L3, -L4).
 """
 
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from arctic_ref.suffix import SuffixDecodingCache, SuffixTree
 from arctic_ref.suffix.node import Node
 from arctic_ref.testing.rejection.mutants import MutantLoop
 from byo.drafter import LookupDrafter
+from byo.exchange import MyExchange
 from byo.tree import OpaqueTree
 
 
@@ -64,3 +66,14 @@ class _TooLongDrafter(LookupDrafter):
 
 def make_drafter_too_long(max_model_len: int) -> LookupDrafter:
     return _TooLongDrafter(max_model_len)
+
+
+class _PermutingExchange(MyExchange):
+    """Sends head group size-1-i to member i: every rank attends with another rank's heads."""
+
+    def head_order(self, size: int) -> list[int]:
+        return list(reversed(range(size)))
+
+
+def make_exchange_permuting_heads() -> MyExchange:
+    return _PermutingExchange()

@@ -1,0 +1,84 @@
+"""Checks of a user's Ulysses exchange (an object with ``seq_to_heads`` and ``heads_to_seq`` over a
+``Comm``, built on every rank by ``MODULE:FACTORY``) inside the reference forward: the layout matrix
+(parallel.md §5) against the single-rank baseline, greedy float64, token for token, with the first
+divergence named (step, request, position, max |Δlogit|). gloo on CPU; NCCL on GPUs."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Literal
+
+import torch
+
+from arctic_ref.parallel.launch import RankInfo, spawn_ranks
+from arctic_ref.testing.layouts.matrix import BY_NAME, LayoutOutcome, compare, run_cases
+from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
+
+Backend = Literal["gloo", "nccl"]
+EXCHANGE_LAYOUTS = {
+    "L2": "Ulysses SP = 2",
+    "L3": "SP = 2 x TP = 2",
+    "L4": "SP = 4 (KV heads replicated to the SP ranks)",
+    "L6": "SP = 2 x TP = 2 with shift: BASE and SHIFT steps on one KV cache",
+    "L7": "shift mode on every step (the exchange is unused: a control)",
+    "L8": "SP = 2 with shift: mixed steps",
+}
+
+
+@dataclass(slots=True)
+class _Worlds:
+    """The baseline and one spawn per world size, run on first use and shared by the checks."""
+
+    run_world: Callable[[int], list[LayoutOutcome]]
+    outcomes: dict[int, list[LayoutOutcome] | str] = field(default_factory=dict)
+
+    def get(self, world: int) -> list[LayoutOutcome] | str:
+        if world not in self.outcomes:
+            try:
+                self.outcomes[world] = self.run_world(world)
+            except Exception as error:  # a rank that raised or hung: every check of that world says so
+                self.outcomes[world] = f"{type(error).__name__}: {error}"
+        return self.outcomes[world]
+
+
+def exchange_checks(value: str, *, backend: Backend = "gloo", timeout_s: float = 600.0) -> list[TargetCheck]:
+    """One check per layout of ``EXCHANGE_LAYOUTS`` with the exchange ``value`` names."""
+    device = "cuda" if backend == "nccl" else "cpu"
+    cases = {name: replace(BY_NAME[name], exchange=value, device=device) for name in EXCHANGE_LAYOUTS}
+    baseline_case = replace(BY_NAME["L0"], device=device)
+
+    def run_world(world: int) -> list[LayoutOutcome]:
+        if world == 1:
+            outcomes = run_cases(RankInfo(0, 1, backend), (baseline_case,))
+        else:
+            mine = tuple(c for c in cases.values() if c.world_size == world)
+            outcomes = spawn_ranks(run_cases, mine, world_size=world, backend=backend, timeout_s=timeout_s)[0]
+        assert outcomes is not None  # rank 0 returns its outcomes
+        return outcomes
+
+    worlds = _Worlds(run_world)
+
+    def check(name: str) -> Verdict:
+        case = cases[name]
+        if backend == "nccl" and case.world_size > torch.cuda.device_count():
+            return Verdict(passed=True, compared=EXCHANGE_LAYOUTS[name],
+                           skipped=f"{name} needs {case.world_size} GPUs, {torch.cuda.device_count()} visible")  # fmt: skip
+        base, mine = worlds.get(1), worlds.get(case.world_size)
+        if isinstance(base, str) or isinstance(mine, str):
+            return Verdict(passed=False, compared=EXCHANGE_LAYOUTS[name], detail=base if isinstance(base, str) else str(mine))
+        outcome = next(o for o in mine if o.case.name == name)
+        result = compare(base[0], outcome)
+        return Verdict(
+            passed=not result.failed and result.identical_tokens,
+            compared=f"{name} ({EXCHANGE_LAYOUTS[name]}) vs L0, float64 greedy on {backend}: {result.compared_rows} "
+                     f"logit rows, max |Δ| {result.max_abs:.1e}",
+            detail="" if result.identical_tokens and not result.failed else f"first divergence: {result.first_divergence}",
+            replay=f"run_layout(replace(BY_NAME[{name!r}], exchange={value!r})) from arctic_ref.testing.layouts.matrix",
+        )  # fmt: skip
+
+    return [
+        TargetCheck(component="exchange", id=f"layout-{name}", meaning=f"{meaning}: L0's tokens with your exchange",
+                    run=partial(check, name), seconds=timeout_s)
+        for name, meaning in EXCHANGE_LAYOUTS.items()
+    ]  # fmt: skip
+
