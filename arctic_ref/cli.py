@@ -242,7 +242,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--only", help=f"comma-separated battery ids: {', '.join(BATTERY_IDS)}")
     check.add_argument("--impl", action="append", default=[], metavar="COMPONENT=MODULE:ATTR",
                        help="check your implementation instead of the batteries (repeatable); COMPONENT is one of "
-                            "suffix-cache, suffix-tree, sampler, drafter (as the pytest plugin's options)")  # fmt: skip
+                            "suffix-cache, suffix-tree, sampler, exchange, drafter (as the pytest plugin's options)")  # fmt: skip
     check.add_argument("--level", choices=("quick", "full"), default="quick", help="sampler kit level (--impl)")
     check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
     check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")

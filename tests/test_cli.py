@@ -152,9 +152,9 @@ def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) ->
     ("argv", "message"),
     [
         (["--tp", "2", "--sp", "3"], "num_attention_heads(8) is not divisible by tp(2) * sp(3) = 6"),
-        (["--tp", "0"], "world_size must be >= 1 (got 0)"),
-        (["--shift-threshold", "4"], "shift parallelism requires ulysses_sequence_parallel_size > 1 (got 1)"),
-        (["--sp", "2", "--shift-threshold", "-1"], "shift_parallel_threshold must be >= 0 (got -1)"),
+        (["--tp", "0"], "--tp(0) and --sp(1) must be >= 1"),
+        (["--shift-threshold", "4"], "--shift-threshold(4) must be >= 0 and needs --sp > 1 (got --sp 1)"),
+        (["--sp", "2", "--shift-threshold", "-1"], "--shift-threshold(-1) must be >= 0 and needs --sp > 1 (got --sp 2)"),
         (["--spec", "arctic", "--num-spec-tokens", "4"], "--num-spec-tokens(4) > the speculator's n_predict(3)"),
         (["--spec", "suffix", "--num-spec-tokens", "33"], "--num-spec-tokens(33) must be in [1, 32]"),
         (["--kernels", "triton"], "kernels('triton') needs a CUDA device and Triton: device('cpu')"),
@@ -231,7 +231,7 @@ def test_check_impl_reports_and_exits_by_verdict(
     ("argv", "message"),
     [
         (["--impl", "drafter=byo.nope:x"], "--impl drafter=byo.nope:x: module 'byo.nope' does not import"),
-        (["--impl", "samplr=byo.sampler:rejection_sample"], "COMPONENT one of suffix-cache, suffix-tree, sampler, drafter"),
+        (["--impl", "samplr=byo.sampler:rejection_sample"], "COMPONENT one of suffix-cache, suffix-tree, sampler, exchange, drafter"),
         (["--impl", "drafter=byo.drafter:make_drafter", "--report", "out.html"], "the suffix must be one of .md, .json, .xml"),
     ],
     ids=["no-module", "no-component", "bad-report-suffix"],

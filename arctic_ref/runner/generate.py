@@ -70,6 +70,10 @@ class GenerateJob:
             raise ValueError(f"--num-spec-tokens({self.num_spec_tokens}) must be in [1, {MAX_SPEC_LEN}]")
         if self.max_tokens < 1 or self.temperature < 0:
             raise ValueError(f"--max-tokens({self.max_tokens}) must be >= 1 and --temperature({self.temperature}) >= 0")
+        if self.tp < 1 or self.sp < 1:
+            raise ValueError(f"--tp({self.tp}) and --sp({self.sp}) must be >= 1")
+        if self.shift_threshold is not None and (self.shift_threshold < 0 or self.sp == 1):
+            raise ValueError(f"--shift-threshold({self.shift_threshold}) must be >= 0 and needs --sp > 1 (got --sp {self.sp})")
         config = self.model_config()
         layout = ParallelLayout(self.tp * self.sp, self.tp, self.sp)
         if self.device == "cuda" and layout.world_size > torch.cuda.device_count():

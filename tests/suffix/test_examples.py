@@ -1,13 +1,13 @@
 """Worked examples of suffix-decoding.md, each checked on ours and the naive oracle, and on
 upstream's C++ tree where the example is within upstream's contract."""
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, SuffixTree
+from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES
 from arctic_ref.testing.suffix.machines import SuffixIndex
 from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
 from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixTree
@@ -28,16 +28,16 @@ def path(tree: SuffixIndex, context: list[int], factor: float = 1.0, min_prob: f
     return tree.speculate(context, tokens, factor, 0.0, min_prob, False)
 
 
-def test_sibling_tie_order_is_history(make_tree: Callable[[int], SuffixIndex]) -> None:
-    """§1.3: removing a sequence restores counts but not the order of ties."""
-    tree = make_tree(8)
-    tree.extend(0, [5, 6])
-    tree.extend(1, [5, 7])
-    assert path(tree, [9, 5]).token_ids == [6]
-    tree.extend(2, [5, 7])
-    assert path(tree, [9, 5]).token_ids == [7]
-    tree.remove(2)
-    assert path(tree, [9, 5]).token_ids == [7]
+@pytest.mark.parametrize("example", TREE_EXAMPLES, ids=lambda e: e.__name__)
+def test_worked_tree_examples_of_the_kit(make_tree: Callable[[int], SuffixIndex], example: Callable[..., str]) -> None:
+    """§1.3 tie order, §3.4/E7 tree mode, E2, §3.2/E6 budget fallback, E5: the kit's worked examples
+    (``arctic_ref.testing.suffix.examples``, also run on a user's tree by the plugin)."""
+    assert example(make_tree) == ""
+
+
+@pytest.mark.parametrize("example", CACHE_EXAMPLES, ids=lambda e: e.__name__)
+def test_worked_cache_examples_of_the_kit(example: Callable[..., str]) -> None:
+    assert example(SuffixDecodingCache) == ""
 
 
 def test_tie_order_children_dump() -> None:
@@ -49,51 +49,6 @@ def test_tie_order_children_dump() -> None:
         tree.remove(2)
         assert tree.children([5]) == [(7, 1), (6, 1)]
         assert tree.count([5]) == 2
-
-
-def test_tree_mode_emits_rest_of_compressed_node_above_one(make_tree: Callable[[int], SuffixIndex]) -> None:
-    """§3.4 / E7: P > 1 — path drafts nothing, tree emits the matched compressed node's rest."""
-    tree = make_tree(8)
-    tree.extend(0, [5, 6, 7, 8, 9])
-    assert tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, False).token_ids == []
-    draft = tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, True)
-    assert (draft.token_ids, draft.parents, draft.probs, draft.score, draft.match_len) == (
-        [7, 8, 9],
-        [-1, 0, 1],
-        [1.0] * 3,
-        3.0,
-        1,
-    )
-
-
-def test_longest_match_is_shorter_than_context(make_tree: Callable[[int], SuffixIndex]) -> None:
-    """E2: the full context is never tried."""
-    tree = make_tree(8)
-    tree.extend(0, [5, 6, 7, 8, 9])
-    assert path(tree, [7]) == Draft()
-    tree2 = make_tree(4)
-    tree2.extend(0, [1, 2, 3, 1, 2, 4])
-    assert path(tree2, [1, 2]).match_len == 1
-
-
-@pytest.mark.parametrize(
-    ("factor", "expected"), [(1e10, []), (math.inf, []), (math.nan, []), (2.0, [3, 4])], ids=["1e10", "inf", "nan", "2"]
-)
-def test_budget_cast_fallback(make_tree: Callable[[int], SuffixIndex], factor: float, expected: list[int]) -> None:
-    """§3.2 / E6: out-of-range budgets fall back to INT32_MIN, i.e. budget 0."""
-    tree = make_tree(8)
-    tree.extend(0, [1, 2, 3, 4])
-    draft = path(tree, [0, 2], factor=factor)
-    assert draft.token_ids == expected
-    assert draft.match_len == 1
-
-
-def test_empty_draft_keeps_longest_match(make_tree: Callable[[int], SuffixIndex]) -> None:
-    """E5: every budget 0 gives an empty draft whose match_len is the longest successful match."""
-    tree = make_tree(8)
-    tree.extend(0, [1, 2, 3, 4])
-    draft = tree.speculate([1, 2, 3], 0, 1.0, 0.0, 0.1, False)
-    assert (draft.token_ids, draft.match_len) == ([], 2)
 
 
 def test_probability_rounding_in_tree_mode_is_two_step() -> None:

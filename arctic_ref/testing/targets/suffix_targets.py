@@ -18,6 +18,7 @@ from arctic_ref.suffix.tree import SuffixTree
 from arctic_ref.suffix.validate import INT32_MAX, INT32_MIN
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.suffix.differential import run_differential
+from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES, run_examples
 from arctic_ref.testing.suffix.machines import (
     CacheImplementation,
     Implementation,
@@ -101,6 +102,12 @@ def _replay_hint(profile: settings, check: str) -> str:
     )
 
 
+def _examples(examples: tuple[Callable[[Any], str], ...], make: Any) -> Verdict:
+    problems = run_examples(examples, make)
+    return Verdict(passed=not problems, compared=f"{len(examples)} worked examples of suffix-decoding.md",
+                   detail="; ".join(problems), replay="arctic_ref.testing.suffix.examples.<name>(your factory)")  # fmt: skip
+
+
 # ----------------------------------------------------------------------------- suffix trees
 
 
@@ -130,6 +137,8 @@ def tree_checks(make_tree: Callable[[int], SuffixIndex], *, profile: settings, s
                     meaning="a state machine drives your tree and arctic_ref's side by side: same drafts, bit for bit"),
         TargetCheck(component="suffix-tree", id="differential", run=differential,
                     meaning="200 seeded trials of 40 operations (ties, removals, edge parameters): same drafts"),
+        TargetCheck(component="suffix-tree", id="worked-examples", run=lambda: _examples(TREE_EXAMPLES, make_tree),
+                    meaning="suffix-decoding.md's worked examples: tie order is history, tree mode, budget fallbacks, E2, E5"),
         TargetCheck(component="suffix-tree", id="bad-input", run=lambda: tree_bad_input(make_tree, strict=strict),
                     meaning="rejected inputs raise ValueError or TypeError and change nothing (X2-X5 reported)"),
     ]  # fmt: skip
@@ -219,6 +228,8 @@ def cache_checks(
                     meaning="a state machine drives your cache and arctic_ref's side by side: same drafts, lists, errors"),
         TargetCheck(component="suffix-cache", id="replay-gate", run=lambda: cache_replay(make_cache),
                     meaning="the built-in code-edit workload: every draft field for field, float32 bit for bit"),
+        TargetCheck(component="suffix-cache", id="worked-examples", run=lambda: _examples(CACHE_EXAMPLES, make_cache),
+                    meaning="suffix-decoding.md's worked examples: FIFO on restart (E15), eviction (E17), budget 0 (E18)"),
         TargetCheck(component="suffix-cache", id="bad-input", run=lambda: cache_bad_input(make_cache, strict=strict),
                     meaning="rejected inputs raise and change nothing; speculate(max_spec_tokens=None) uses the depth (X1)"),
     ]  # fmt: skip
