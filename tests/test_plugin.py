@@ -117,3 +117,14 @@ def test_layout(arctic_ref_layout_runner):
 """
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+@pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="the example's cache wraps arctic-inference 0.3.0")
+def test_upstream_differences_are_reported_and_fail_only_when_strict(example: pytest.Pytester) -> None:
+    """Upstream's C++ cache differs from the reference on X1, X2 and X5 (suffix-decoding.md §5.2):
+    reported as known differences, a failure only under --arctic-ref-strict."""
+    base = ("-p", "no:cacheprovider", "--arctic-ref-suffix-cache=byo.cache:make_cache", "-k", "bad-input")
+    example.runpytest(*base).assert_outcomes(passed=1)
+    strict = example.runpytest(*base, "--arctic-ref-strict")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*known upstream difference X1, X2, X5 (fails only with --arctic-ref-strict)*"])

@@ -175,21 +175,35 @@ def _bad_input_verdict(rows: list[tuple[str, str, str]], total: int, strict: boo
     )
 
 
-def tree_bad_input(make_tree: Callable[[int], Any], *, strict: bool) -> Verdict:
+def _bad_input_rows(
+    table: tuple[tuple[str, str, Callable[[Any], object]], ...], fresh: Callable[[], Any], state: Callable[[Any], object]
+) -> list[tuple[str, str, str]]:
+    """(label, X id, problem) for every row of ``table`` whose call on a ``fresh()`` object was
+    accepted, raised something else than ValueError or TypeError, or changed ``state``."""
     rows = []
-    for label, x_id, call in TREE_BAD_INPUTS:
-        tree = make_tree(8)
-        tree.extend(0, [1, 2, 3, 1, 2])
-        before = _tree_state(tree)
+    for label, x_id, call in table:
+        target = fresh()
+        before = state(target)
         try:
-            call(tree)
+            call(target)
         except (ValueError, TypeError):
-            if _tree_state(tree) != before:
-                rows.append((label, x_id, "raised, but the tree changed"))
+            if state(target) != before:
+                rows.append((label, x_id, "raised, but the state changed"))
         except Exception as error:  # any other exception is a different behaviour, reported
             rows.append((label, x_id, f"raised {type(error).__name__}, not ValueError or TypeError"))
         else:
             rows.append((label, x_id, "accepted"))
+    return rows
+
+
+def _seeded_tree(make_tree: Callable[[int], Any]) -> Any:
+    tree = make_tree(8)
+    tree.extend(0, [1, 2, 3, 1, 2])
+    return tree
+
+
+def tree_bad_input(make_tree: Callable[[int], Any], *, strict: bool) -> Verdict:
+    rows = _bad_input_rows(TREE_BAD_INPUTS, lambda: _seeded_tree(make_tree), _tree_state)
     return _bad_input_verdict(rows, len(TREE_BAD_INPUTS), strict, "the tree")
 
 
@@ -275,22 +289,15 @@ CACHE_BAD_INPUTS: tuple[tuple[str, str, Callable[[Any], object]], ...] = (
 )
 
 
+def _seeded_cache(make_cache: Callable[[int, int], Any]) -> Any:
+    cache = make_cache(8, -1)
+    cache.start_request("a", [1, 2, 3])
+    cache.add_active_response("a", [1, 2])
+    return cache
+
+
 def cache_bad_input(make_cache: Callable[[int, int], Any], *, strict: bool) -> Verdict:
-    rows = []
-    for label, x_id, call in CACHE_BAD_INPUTS:
-        cache = make_cache(8, -1)
-        cache.start_request("a", [1, 2, 3])
-        cache.add_active_response("a", [1, 2])
-        before = _cache_state(cache)
-        try:
-            call(cache)
-        except (ValueError, TypeError):
-            if _cache_state(cache) != before:
-                rows.append((label, x_id, "raised, but the cache changed"))
-        except Exception as error:  # any other exception is a different behaviour, reported
-            rows.append((label, x_id, f"raised {type(error).__name__}, not ValueError or TypeError"))
-        else:
-            rows.append((label, x_id, "accepted"))
+    rows = _bad_input_rows(CACHE_BAD_INPUTS, lambda: _seeded_cache(make_cache), _cache_state)
     cache = make_cache(8, -1)
     cache.start_request("a", [1, 2, 3, 1, 2, 3, 1, 2])
     try:
