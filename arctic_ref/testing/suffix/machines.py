@@ -167,6 +167,22 @@ class SuffixTreeMachine(RuleBasedStateMachine):
         for impl, result in zip(self.implementations[1:], results[1:], strict=True):
             assert result == results[0], f"{impl.name} drafts {result}, {self.implementations[0].name} {results[0]}"
 
+    @rule()
+    def probe_sibling_order(self) -> None:
+        """Path drafts from every one- and two-token pattern over the vocabulary, budgets wide open:
+        a path draft follows the first child at each node, so an opaque tree's sibling order (ties
+        included) shows here, where only ``speculate`` is visible. A token outside the vocabulary
+        leads each context, since the full context is never matched (E2)."""
+        patterns = [[a] for a in range(self.vocab)] + [[a, b] for a in range(self.vocab) for b in range(self.vocab)]
+        for pattern in patterns:
+            context = [self.vocab + 1, *pattern]
+            results = [pack(tree.speculate(context, 8, 10.0, 0.0, 0.0, False)) for tree in self.trees]
+            self.compared += 1
+            for impl, result in zip(self.implementations[1:], results[1:], strict=True):
+                assert result == results[0], (
+                    f"sibling order under {pattern}: {impl.name} drafts {result}, {self.implementations[0].name} {results[0]}"
+                )
+
     @rule(data=st.data())
     def bad_input(self, data: st.DataObject) -> None:
         operation = data.draw(st.sampled_from(["extend", "speculate", "seq_id"]), label="operation")
