@@ -4,6 +4,7 @@ failed verdict that says what happened."""
 
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,22 +49,30 @@ class CheckTimeout(Exception):
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise ``CheckTimeout`` in this thread after ``seconds`` (SIGALRM; on the main thread of a
-    POSIX process only, elsewhere the bound is not enforced). The previous handler is restored."""
+    POSIX process only, elsewhere the bound is not enforced). An outer alarm (pytest-timeout's, say)
+    keeps its deadline: this bound is never later than it, and it is re-armed for what is left."""
     usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield
         return
+    limit = seconds
 
     def expire(signum: int, frame: object) -> None:
-        raise CheckTimeout(f"did not finish in {seconds:g} s")
+        raise CheckTimeout(f"did not finish in {limit:.3g} s")
 
+    began = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer_delay > 0:
+        limit = min(limit, outer_delay)
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_delay > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_delay - (time.monotonic() - began), 1e-3), outer_interval)
 
 
 def run_check(check: TargetCheck) -> Verdict:

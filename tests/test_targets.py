@@ -1,0 +1,50 @@
+"""The time bound of the plugin's checks: a check that does not finish fails with what happened,
+and an outer alarm (pytest-timeout's) keeps its deadline."""
+
+import signal
+import time
+
+import pytest
+
+from arctic_ref.testing.targets.verdict import CheckTimeout, TargetCheck, Verdict, run_check, time_limit
+
+
+def _spin(seconds: float) -> Verdict:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    return Verdict(passed=True, compared="nothing")
+
+
+def test_a_check_past_its_bound_fails_saying_so() -> None:
+    check = TargetCheck(component="sampler", id="E1", meaning="spins", run=lambda: _spin(5.0), seconds=0.2)
+    began = time.monotonic()
+    verdict = run_check(check)
+    assert time.monotonic() - began < 2.0
+    assert not verdict.passed and verdict.detail == "did not finish in 0.2 s"
+
+
+def test_a_raising_check_fails_with_the_exception() -> None:
+    def boom() -> Verdict:
+        raise KeyError("x")
+
+    verdict = run_check(TargetCheck(component="drafter", id="bounds", meaning="raises", run=boom))
+    assert not verdict.passed and verdict.detail.startswith("raised KeyError: 'x'")
+
+
+def test_an_outer_alarm_keeps_its_deadline() -> None:
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        with time_limit(5.0):
+            pass
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25.0 < remaining <= 30.0  # re-armed for what is left
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(CheckTimeout, match=r"did not finish in 0\.3"), time_limit(5.0):  # the earlier deadline wins
+            _spin(2.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert fired == []
