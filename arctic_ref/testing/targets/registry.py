@@ -22,9 +22,7 @@ from arctic_ref.testing.targets.loading import (
 )
 from arctic_ref.testing.targets.sampler_targets import Level, ProfileName, sampler_checks
 from arctic_ref.testing.targets.suffix_targets import CACHE_METHODS, TREE_METHODS, cache_checks, tree_checks
-from arctic_ref.testing.targets.verdict import COMPONENTS, Component, TargetCheck
-
-OPTION_OF: dict[Component, str] = {c: f"--arctic-ref-{c}" for c in COMPONENTS}
+from arctic_ref.testing.targets.verdict import Component, TargetCheck
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
