@@ -3,9 +3,7 @@ state machine side by side with the reference, deterministic gates beside it (th
 differential run, the code-edit replay, drafts field for field and float32 bit for bit), and the
 bad-input table, where upstream's deviations X1–X7 are reported as known differences."""
 
-import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import settings
@@ -22,9 +20,11 @@ from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES, ru
 from arctic_ref.testing.suffix.machines import (
     CacheImplementation,
     Implementation,
+    PackedDraft,
     SuffixCacheMachine,
     SuffixIndex,
     SuffixTreeMachine,
+    pack,
 )
 from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
 
@@ -34,57 +34,21 @@ PROBES = ([1], [1, 2], [2, 3], [3, 1, 2], [5], [1, 2, 3, 4])
 """Contexts whose drafts stand for an opaque tree's state."""
 
 
-@dataclass(frozen=True, slots=True)
-class DraftFields:
-    """A draft's fields, from a draft object or from ``simulate.pack_draft``'s tuple."""
-
-    token_ids: list[int]
-    parents: list[int]
-    probs: list[float]
-    score: float
-    match_len: int
-
-    @classmethod
-    def unpack(cls, packed: tuple[object, ...]) -> "DraftFields":
-        token_ids, parents, probs, score, match_len = packed
-        assert isinstance(probs, bytes) and isinstance(score, bytes) and isinstance(match_len, int)
-        floats = list(struct.unpack(f"{len(probs) // 4}f", probs))
-        return cls(list(token_ids), list(parents), floats, struct.unpack("f", score)[0], match_len)  # type: ignore[call-overload]
-
-
-def describe_draft(draft: Any) -> str:
-    """A draft with its fields labelled and floats as decimals beside their float32 bits."""
-
-    def bits(x: float) -> str:
-        return f"{x!r} (0x{struct.unpack('<I', struct.pack('<f', x))[0]:08x})"
-
-    return (
-        f"token_ids={list(draft.token_ids)} parents={list(draft.parents)} "
-        f"probs=[{', '.join(bits(float(p)) for p in draft.probs)}] score={bits(float(draft.score))} "
-        f"match_len={draft.match_len}"
-    )
-
-
-def first_field_difference(ours: Any, theirs: Any) -> str:
-    """The first field where two drafts differ (floats compared as float32 bits), or ""."""
-    for name in ("token_ids", "parents"):
-        mine, other = list(getattr(ours, name)), list(getattr(theirs, name))
+def first_field_difference(ours: PackedDraft, theirs: PackedDraft) -> str:
+    """The first field where two packed drafts differ (floats as float32 bits), or ""; float
+    fields show both drafts whole, labelled, with decimals beside their bits."""
+    for name, mine, other in zip(PackedDraft._fields, ours, theirs, strict=True):
         if mine != other:
+            if isinstance(mine, bytes):
+                return f"{name}: arctic_ref {ours!r} vs yours {theirs!r}"
             return f"{name}: arctic_ref {mine} vs yours {other}"
-    if ours.match_len != theirs.match_len:
-        return f"match_len: arctic_ref {ours.match_len} vs yours {theirs.match_len}"
-    floats = [
-        ("probs", [_f32(p) for p in ours.probs], [_f32(p) for p in theirs.probs]),
-        ("score", [_f32(ours.score)], [_f32(theirs.score)]),
-    ]
-    for name, mine_bits, other_bits in floats:
-        if mine_bits != other_bits:
-            return f"{name}: arctic_ref {describe_draft(ours)} vs yours {describe_draft(theirs)}"
     return ""
 
 
-def _f32(value: object) -> bytes:
-    return struct.pack("<f", float(value))  # type: ignore[arg-type]
+def _from_replay(packed: tuple[object, ...]) -> PackedDraft:
+    """``simulate.pack_draft``'s tuple (same field order) as a ``PackedDraft``."""
+    token_ids, parents, probs, score, match_len = packed
+    return PackedDraft(list(token_ids), list(parents), probs, score, match_len)  # type: ignore[call-overload, arg-type]
 
 
 def _machine(make: Callable[[], Any], profile: settings, what: str) -> Verdict:
@@ -256,7 +220,7 @@ def cache_replay(make_cache: Callable[[int, int], Any], *, requests: int = 30, t
     ours = replay(SuffixDecodingCache(config.max_depth, config.max_cached_requests), trace, config, keep_drafts=True)
     theirs = replay(make_cache(config.max_depth, config.max_cached_requests), trace, config, keep_drafts=True)
     for step, (a, b) in enumerate(zip(ours.drafts, theirs.drafts, strict=False)):
-        difference = first_field_difference(DraftFields.unpack(a), DraftFields.unpack(b))
+        difference = first_field_difference(_from_replay(a), _from_replay(b))
         if difference:
             record = ours.steps[step] if step < len(ours.steps) else None
             where = f"request {record.req_id}, " if record is not None else ""
@@ -302,7 +266,7 @@ def cache_bad_input(make_cache: Callable[[int, int], Any], *, strict: bool) -> V
     cache.start_request("a", [1, 2, 3, 1, 2, 3, 1, 2])
     try:
         default, explicit = cache.speculate("a", [1, 2]), cache.speculate("a", [1, 2], 8)
-        if first_field_difference(default, explicit):
+        if first_field_difference(pack(default), pack(explicit)):
             rows.append(("speculate(max_spec_tokens=None)", "X1", "differs from max_spec_tokens=max_tree_depth"))
     except Exception as error:  # upstream raises AttributeError here (X1)
         rows.append(("speculate(max_spec_tokens=None)", "X1", f"raised {type(error).__name__}"))
