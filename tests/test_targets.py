@@ -6,7 +6,15 @@ import time
 
 import pytest
 
-from arctic_ref.testing.targets.verdict import CheckTimeout, TargetCheck, Verdict, run_check, time_limit
+from arctic_ref.testing.targets.verdict import (
+    CheckTimeout,
+    RunFailed,
+    SharedRun,
+    TargetCheck,
+    Verdict,
+    run_check,
+    time_limit,
+)
 
 
 def _spin(seconds: float) -> Verdict:
@@ -48,3 +56,18 @@ def test_an_outer_alarm_keeps_its_deadline() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert fired == []
+
+
+def test_a_shared_run_runs_once_per_key_and_keeps_its_failure() -> None:
+    calls: list[int] = []
+
+    def run(key: int) -> int:
+        calls.append(key)
+        if key < 0:
+            raise RuntimeError(f"rank {key} hung")
+        return key * 10
+
+    shared: SharedRun[int, int] = SharedRun(run)
+    assert [shared.get(2), shared.get(2), shared.get(3)] == [20, 20, 30]
+    assert shared.get(-1) == RunFailed("RuntimeError: rank -1 hung") == shared.get(-1)
+    assert calls == [2, 3, -1]

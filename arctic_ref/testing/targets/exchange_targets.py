@@ -3,8 +3,7 @@
 (parallel.md §5) against the single-rank baseline, greedy float64, token for token, with the first
 divergence named (step, request, position, max |Δlogit|). gloo on CPU; NCCL on GPUs."""
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import Literal
 
@@ -12,7 +11,7 @@ import torch
 
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.testing.layouts.matrix import BY_NAME, LayoutOutcome, compare, run_cases
-from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
+from arctic_ref.testing.targets.verdict import RunFailed, SharedRun, TargetCheck, Verdict
 
 Backend = Literal["gloo", "nccl"]
 EXCHANGE_LAYOUTS = {
@@ -23,22 +22,6 @@ EXCHANGE_LAYOUTS = {
     "L7": "shift mode on every step (the exchange is unused: a control)",
     "L8": "SP = 2 with shift: mixed steps",
 }
-
-
-@dataclass(slots=True)
-class _Worlds:
-    """The baseline and one spawn per world size, run on first use and shared by the checks."""
-
-    run_world: Callable[[int], list[LayoutOutcome]]
-    outcomes: dict[int, list[LayoutOutcome] | str] = field(default_factory=dict)
-
-    def get(self, world: int) -> list[LayoutOutcome] | str:
-        if world not in self.outcomes:
-            try:
-                self.outcomes[world] = self.run_world(world)
-            except Exception as error:  # a rank that raised or hung: every check of that world says so
-                self.outcomes[world] = f"{type(error).__name__}: {error}"
-        return self.outcomes[world]
 
 
 def exchange_checks(value: str, *, backend: Backend = "gloo", timeout_s: float = 600.0) -> list[TargetCheck]:
@@ -56,7 +39,7 @@ def exchange_checks(value: str, *, backend: Backend = "gloo", timeout_s: float =
         assert outcomes is not None  # rank 0 returns its outcomes
         return outcomes
 
-    worlds = _Worlds(run_world)
+    worlds: SharedRun[int, list[LayoutOutcome]] = SharedRun(run_world)  # the baseline and one spawn per world size
 
     def check(name: str) -> Verdict:
         case = cases[name]
@@ -64,8 +47,10 @@ def exchange_checks(value: str, *, backend: Backend = "gloo", timeout_s: float =
             return Verdict(passed=True, compared=EXCHANGE_LAYOUTS[name],
                            skipped=f"{name} needs {case.world_size} GPUs, {torch.cuda.device_count()} visible")  # fmt: skip
         base, mine = worlds.get(1), worlds.get(case.world_size)
-        if isinstance(base, str) or isinstance(mine, str):
-            return Verdict(passed=False, compared=EXCHANGE_LAYOUTS[name], detail=base if isinstance(base, str) else str(mine))
+        if isinstance(base, RunFailed) or isinstance(mine, RunFailed):
+            failed = base if isinstance(base, RunFailed) else mine
+            assert isinstance(failed, RunFailed)
+            return Verdict(passed=False, compared=EXCHANGE_LAYOUTS[name], detail=failed.message)
         outcome = next(o for o in mine if o.case.name == name)
         result = compare(base[0], outcome)
         return Verdict(

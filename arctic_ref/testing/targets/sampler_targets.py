@@ -1,15 +1,13 @@
 """Checks of a user's rejection sampler (vLLM's ``rejection_sample`` argument list): every check of
 the conformance kit (verification.md §5, §6) as its own named check, from one run of the kit."""
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal
 
 from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, SamplerProfile
 from arctic_ref.testing.rejection.kit import check_rejection_sampler
 from arctic_ref.testing.rejection.report import ConformanceReport, RejectionSampleFn, Status
-from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
+from arctic_ref.testing.targets.verdict import RunFailed, SharedRun, TargetCheck, Verdict
 
 Level = Literal["quick", "full"]
 ProfileName = Literal["intended", "vllm-0.9.2"]
@@ -46,24 +44,6 @@ MEANINGS = {
 }
 
 
-@dataclass(slots=True)
-class _OneRun:
-    """The kit, run once on first use and shared by every check of one sampler."""
-
-    run: Callable[[], ConformanceReport]
-    report: ConformanceReport | None = None
-    error: str = ""
-    ids: list[str] = field(default_factory=list)
-
-    def get(self) -> ConformanceReport | None:
-        if self.report is None and not self.error:
-            try:
-                self.report = self.run()
-            except Exception as error:  # never raise: every check reports it
-                self.error = f"the kit could not run the sampler: {type(error).__name__}: {error}"
-        return self.report
-
-
 def sampler_checks(
     sampler: RejectionSampleFn,
     *,
@@ -74,13 +54,16 @@ def sampler_checks(
     statistics: bool = True,
 ) -> list[TargetCheck]:
     """One named check per kit check; the kit runs once, on the first check that is run."""
-    shared = _OneRun(lambda: check_rejection_sampler(sampler, level=level, device=device, profile=PROFILES[profile],
-                                                     name=name, statistics=statistics))  # fmt: skip
+    shared: SharedRun[None, ConformanceReport] = SharedRun(
+        lambda _: check_rejection_sampler(sampler, level=level, device=device, profile=PROFILES[profile], name=name,
+                                          statistics=statistics)
+    )  # fmt: skip
 
     def verdict_of(check_id: str) -> Verdict:
-        report = shared.get()
-        if report is None:
-            return Verdict(passed=False, compared=MEANINGS[check_id], detail=shared.error)
+        report = shared.get(None)
+        if isinstance(report, RunFailed):
+            detail = f"the kit could not run the sampler: {report.message}"
+            return Verdict(passed=False, compared=MEANINGS[check_id], detail=detail)
         found = next((c for c in report.checks if c.id == check_id), None)
         if found is None and check_id == "S-DESIGN":  # the kit adds it only when it fails
             return Verdict(passed=True, compared=MEANINGS[check_id], detail="enough samples everywhere")

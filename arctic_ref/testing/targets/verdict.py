@@ -8,9 +8,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Literal, get_args
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar, get_args
 
+Key = TypeVar("Key")
+Value = TypeVar("Value")
 Component = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter"]
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 
@@ -40,6 +42,31 @@ class TargetCheck:
     run: Callable[[], Verdict]
     seconds: float = 600.0
     """The time bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    """A shared run's exception, as text."""
+
+    message: str
+
+
+@dataclass(slots=True)
+class SharedRun(Generic[Key, Value]):
+    """``run(key)`` computed on first use and kept, for checks that share one expensive run (the
+    sampler kit, a spawn per world size). An exception is kept as its text, so every check sharing
+    the run reports it; nothing raises."""
+
+    run: Callable[[Key], Value]
+    done: dict[Key, Value | RunFailed] = field(default_factory=dict)
+
+    def get(self, key: Key) -> Value | RunFailed:
+        if key not in self.done:
+            try:
+                self.done[key] = self.run(key)
+            except Exception as error:  # a crash, or a rank that raised or hung: kept for every check
+                self.done[key] = RunFailed(f"{type(error).__name__}: {error}")
+        return self.done[key]
 
 
 class CheckTimeout(Exception):
