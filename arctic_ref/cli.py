@@ -23,8 +23,7 @@ from arctic_ref.suffix.trace_file import TraceRequest, read_trace
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.battery import Outcome
 from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
-from arctic_ref.testing.report_file import SUFFIXES as REPORT_SUFFIXES
-from arctic_ref.testing.report_file import write_report
+from arctic_ref.testing.report_file import check_report_path, write_report
 from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
 from arctic_ref.testing.targets.cli_run import build_impl_checks, run_impl_checks
 from arctic_ref.testing.targets.registry import TargetOptions
@@ -58,8 +57,8 @@ class _ProgressBar:
 
 
 def _check(args: argparse.Namespace) -> int:
-    if args.report is not None and args.report.suffix not in REPORT_SUFFIXES:
-        raise ValueError(f"--report {args.report}: the suffix must be one of {', '.join(REPORT_SUFFIXES)}")
+    if args.report is not None:
+        check_report_path(args.report)
     if args.impl:
         options = TargetOptions(level=args.level, strict=args.strict, statistics=not args.no_statistics,
                                 option_prefix="--impl ")  # fmt: skip

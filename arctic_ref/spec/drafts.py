@@ -215,19 +215,20 @@ def propose_draft_token_ids(
         raise ValueError(f"method {config.method!r} with suffix decoding needs a suffix_cache")
     if config.uses_arctic and arctic_drafter is None:
         raise ValueError(f"method {config.method!r} needs an arctic_drafter")
-    if suffix_cache is not None and config.uses_suffix:
-        update_suffix_cache(suffix_cache, rows)
+    cache = suffix_cache if config.uses_suffix else None  # not None whenever suffix decoding is on
+    if cache is not None:
+        update_suffix_cache(cache, rows)
     if batch_gate_fires(len(rows), config.disable_by_batch_size):
         if stats is not None:
             stats.steps += 1
             stats.gated_steps += 1
         return [[] for _ in rows]  # D1
     suffix: list[SuffixDecodingDraft | None] = [None] * len(rows)
-    if suffix_cache is not None and config.uses_suffix:
+    if cache is not None:
         for i, row in enumerate(rows):
             query = rules.suffix_query(row, config) if row.sampled else None  # D2
             if query is not None:
-                suffix[i] = suffix_cache.speculate(
+                suffix[i] = cache.speculate(
                     row.req_id, query.pattern, query.max_spec_tokens, config.suffix_max_spec_factor,
                     query.max_spec_offset, config.suffix_min_token_prob,
                 )  # fmt: skip

@@ -37,6 +37,7 @@ def rejection_sample_loop(
     if not sampling_metadata.all_greedy:
         probs = compute_target_probs(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
     argmax, argmax_value = greedy_tokens(target_logits, probs, profile=profile)
+    bonus = bonus_column(bonus_token_ids).tolist()
     out = torch.full((num_reqs, max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int32)
     start = 0
     for i, n in enumerate(num_draft_tokens):
@@ -69,7 +70,7 @@ def rejection_sample_loop(
             emitted.append(_race(w, noise.exponentials[i]))
             break
         else:
-            emitted.append(int(bonus_column(bonus_token_ids)[i, 0]))  # every draft accepted (also n = 0)
+            emitted.append(int(bonus[i][0]))  # every draft accepted (also n = 0)
         out[i, : len(emitted)] = torch.tensor(emitted, dtype=torch.int32)
         start += n
     return out.to(target_logits.device)

@@ -10,10 +10,14 @@ from arctic_ref.testing.battery import BatteryResult, Outcome
 SUFFIXES = (".md", ".json", ".xml")
 
 
-def write_report(results: list[BatteryResult], path: Path) -> None:
-    """ValueError naming the suffix when it is not one of ``SUFFIXES`` (checked before writing)."""
+def check_report_path(path: Path) -> None:
+    """ValueError naming the suffix when it is not one of ``SUFFIXES`` (call it before a long run)."""
     if path.suffix not in SUFFIXES:
         raise ValueError(f"--report {path}: the suffix must be one of {', '.join(SUFFIXES)}, got {path.suffix!r}")
+
+
+def write_report(results: list[BatteryResult], path: Path) -> None:
+    check_report_path(path)
     path.write_text({".md": _markdown, ".json": _json, ".xml": _junit}[path.suffix](results))
 
 
