@@ -2,7 +2,6 @@
 item 6; parallel.md §4.2). Inputs are copied into static buffers; attention uses the static
 ``BatchedAttention`` form; the KV cache is the runner's own (graphs write into it in place)."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -11,24 +10,8 @@ from torch import Tensor
 from arctic_ref.model.attention import AttentionMetadata, BatchedAttention, batched_metadata
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, forward
+from arctic_ref.parallel.graph_capture import capture_graph
 from arctic_ref.parallel.plan import StepPlan
-
-
-def capture_graph(
-    fn: Callable[[], Tensor], device: torch.device, pool: tuple[int, int] | None = None
-) -> tuple[torch.cuda.CUDAGraph, Tensor]:
-    """Two warm-up calls on a side stream (allocator, cuBLAS handles), then one captured call;
-    returns the graph and the captured call's output buffer."""
-    side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
-    side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream(device).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool):  # type: ignore[arg-type]
-        out = fn()
-    return graph, out
 
 
 @dataclass(slots=True)

@@ -20,11 +20,13 @@ from arctic_ref.parallel.ulysses import ULYSSES, Exchange
 from arctic_ref.runner.block_tables import BlockTables
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.graphs import CapturedForward
+from arctic_ref.runner.persistent_inputs import PersistentInputs
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
 from arctic_ref.runner.trace_forcing import LogitsProcessor
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
-from arctic_ref.spec.rejection import parse_output, rejection_sample
+from arctic_ref.spec.rejection import parse_output
+from arctic_ref.spec.rejection_graph import RejectionSampler
 from arctic_ref.spec.sampling import sample_tokens
 from arctic_ref.types import ReqId
 
@@ -92,6 +94,8 @@ class ReferenceRunner:
     exchange: Exchange = ULYSSES  # the Ulysses all-to-alls the forward uses (an implementation under test)
     batch: dict[ReqId, CachedRequest] = field(default_factory=dict)
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
+    sampler: RejectionSampler = field(default_factory=RejectionSampler)  # rejection_sample, graph-replayed on CUDA
+    verify_inputs: PersistentInputs = field(default_factory=PersistentInputs)  # the sampler's inputs, step to step
 
     @property
     def model_config(self) -> ModelConfig:
@@ -218,7 +222,8 @@ class ReferenceRunner:
     ) -> list[list[int]]:
         """Bonus tokens sampled at the bonus rows, then ``rejection_sample(..., draft_probs=None)`` on
         the requests that are not partial prefills (those are not sampled at all), then
-        ``parse_output``."""
+        ``parse_output``. The sampler is ``RejectionSampler`` fed from persistent buffers, so a step
+        with the drafts counts of an earlier one replays its CUDA graph."""
         keep = [i for i, p in enumerate(partial) if not p]
         reqs = [self.batch[sched.scheduled[i].req_id] for i in keep]
         rows = logits.to(torch.float32)
@@ -228,16 +233,17 @@ class ReferenceRunner:
         starts = [0, *accumulate(spec.num_draft_tokens)]
         flat = [j for i in keep for j in range(starts[i], starts[i + 1])]
         temperatures = [r.sampling.temperature for r in reqs]
+        put = self.verify_inputs.put
         meta = SamplingMetadata(
-            temperature=torch.tensor(temperatures, dtype=torch.float32, device=self.device),
+            temperature=put("temperature", torch.tensor(temperatures, dtype=torch.float32, device=self.device)),
             all_greedy=all(t == 0 for t in temperatures), all_random=all(t > 0 for t in temperatures),
             generators={k: r.generator for k, r in enumerate(reqs) if r.generator is not None and r.sampling.temperature > 0},
         )  # fmt: skip
-        out = rejection_sample(
-            spec.draft_token_ids[flat].long(), counts, max(max(counts), 1),
-            torch.tensor(list(accumulate(counts)), dtype=torch.int64, device=self.device), None,
-            rows[spec.target_logits_indices.long()[flat]],
-            torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1), meta,
+        out = self.sampler(
+            put("draft_token_ids", spec.draft_token_ids[flat].long()), counts, max(max(counts), 1),
+            put("cu_num_draft_tokens", torch.tensor(list(accumulate(counts)), dtype=torch.int64, device=self.device)),
+            None, put("target_logits", rows[spec.target_logits_indices.long()[flat]]),
+            put("bonus_token_ids", torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1)), meta,
         )  # fmt: skip
         valid: list[list[int]] = [[] for _ in partial]
         for i, tokens in zip(keep, parse_output(out, logits.shape[1]), strict=True):

@@ -13,6 +13,7 @@ from arctic_ref.spec.profile import (
     SpecLengthError,
 )
 from arctic_ref.spec.rejection import parse_output, rejection_sample, rejection_sample_with_noise, validate_inputs
+from arctic_ref.spec.rejection_graph import RejectionSampler
 from arctic_ref.spec.sampling import compute_target_probs
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "PLACEHOLDER_TOKEN_ID",
     "VLLM_0_9_2",
     "RejectionNoise",
+    "RejectionSampler",
     "SamplerProfile",
     "SamplingMetadata",
     "SpecDecodeMetadata",

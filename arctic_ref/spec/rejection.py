@@ -23,7 +23,7 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
-from arctic_ref.spec.rejection_triton import fused_rejection_sample, fused_supported
+from arctic_ref.spec.rejection_triton import NAN_MESSAGE, fused_rejection_sample, fused_supported
 from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
@@ -43,6 +43,26 @@ def validate_inputs(
     profile: SamplerProfile,
 ) -> None:
     """Every rule of verification.md §1.2 that can be checked before sampling; one device-to-host sync."""
+    validate_host_inputs(
+        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+        bonus_token_ids, sampling_metadata, profile,
+    )  # fmt: skip
+    _validate_values(draft_token_ids, num_draft_tokens, cu_num_draft_tokens, target_logits, sampling_metadata)
+
+
+def validate_host_inputs(
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+    profile: SamplerProfile,
+) -> None:
+    """The rules of verification.md §1.2 that read no tensor's values (types, dtypes, shapes, counts,
+    the generators' rows): no device work, no synchronisation."""
     if not isinstance(num_draft_tokens, (list, tuple)) or not num_draft_tokens:
         raise ValueError(f"num_draft_tokens must be a non-empty list of ints, got {num_draft_tokens!r}")
     counts = np.asarray(num_draft_tokens)  # bools give dtype bool, floats or mixtures a non-int kind
@@ -85,7 +105,19 @@ def validate_inputs(
     for name, tensor in (("temperature", meta.temperature), ("top_k", meta.top_k), ("top_p", meta.top_p)):
         if tensor is not None and tuple(tensor.shape) != (num_reqs,):
             raise ValueError(f"{name} must be [{num_reqs}], got {tuple(tensor.shape)}")
-    # Everything data-dependent comes to the host in one transfer (one device sync).
+    bad_generators = [i for i in meta.generators if not 0 <= i < num_reqs]
+    if bad_generators:
+        raise ValueError(f"generators for requests {bad_generators} outside [0, {num_reqs})")
+
+
+def _validate_values(
+    draft_token_ids: Tensor, num_draft_tokens: Sequence[int], cu_num_draft_tokens: Tensor, target_logits: Tensor,
+    meta: SamplingMetadata,
+) -> None:  # fmt: skip
+    """The value rules of verification.md §1.2 (inputs already shape-checked): everything
+    data-dependent comes to the host in one transfer (one device sync)."""
+    counts = np.asarray(num_draft_tokens)
+    num_reqs, total, vocab = len(num_draft_tokens), int(counts.sum()), target_logits.shape[1]
     device = target_logits.device
     parts = [cu_num_draft_tokens.to(device=device, dtype=torch.float64)]
     if total:
@@ -129,9 +161,6 @@ def validate_inputs(
                 failed.append("top_p of a random request outside (0, 1]")
     if failed:
         raise ValueError("; ".join(failed))
-    bad_generators = [i for i in meta.generators if not 0 <= i < num_reqs]
-    if bad_generators:
-        raise ValueError(f"generators for requests {bad_generators} outside [0, {num_reqs})")
 
 
 BonusTokenIds = Int[Tensor, "num_reqs 1"] | Int[Tensor, "num_reqs"]
@@ -279,7 +308,7 @@ def _sample(
         final = torch.where(greedy_row, final, recovered)
         invalid = invalid | (~greedy_row & torch.isnan(target)).any()
     if bool(invalid):
-        raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")
+        raise ValueError(NAN_MESSAGE)
     num_accepted = _accepted_prefix(accepted, rows, position, counts, max_spec_len)
     at_rejection = final[(starts + num_accepted).clamp(max=max(num_tokens - 1, 0))] if num_tokens else counts
     return _assemble(drafts, rows, position, counts, num_accepted, at_rejection, bonus_token_ids, max_spec_len)

@@ -1,15 +1,16 @@
 """The fused GPU path of ``rejection_sample`` (Triton), for float32 logits without top-k/top-p under
 the ``INTENDED`` profile; everything else falls back to the vectorised torch path.
 
-Three kernels, about 1.25 reads of the logits instead of a softmax materialised and re-read:
+Four kernels, about 1.25 reads of the logits instead of a softmax materialised and re-read:
 
-1. ``_verify_kernel``, per draft row, one read: the online-softmax statistics m (max of x/τ) and
-   s (Σ exp(x/τ − m)), the raw argmax (greedy rows), p(d) = exp(x_d/τ − m) / s and the acceptance;
-2. ``_race_chunk_kernel``, per request and vocabulary chunk: the exponential race over the residual
+1. ``_partial_kernel``, per draft row and ``STATS_CHUNK`` columns, one read: the online-softmax
+   statistics m (max of x/τ) and s (Σ exp(x/τ − m)) of the chunk, or its raw argmax (greedy rows);
+2. ``_verify_kernel``, per draft row: the chunks merged, p(d) = exp(x_d/τ − m) / s and the acceptance;
+3. ``_race_chunk_kernel``, per request and vocabulary chunk: the exponential race over the residual
    of the request's first rejected row (one more read of that row and of the request's E row);
-3. ``_finish_kernel``, per request: the winner over chunks and the left-packed output row.
+4. ``_finish_kernel``, per request: the winner over chunks and the left-packed output row.
 
-Exactness: on CUDA ``compute_target_probs`` computes p with the same statistics kernel and the same
+Exactness: on CUDA ``compute_target_probs`` computes p with the same statistics kernels and the same
 expression (``softmax_rows``), so the readable reference and this path see identical p bits; the
 divisions are IEEE round-to-nearest (``div_rn``), as torch's.
 """
@@ -42,25 +43,32 @@ if TRITON_AVAILABLE:
         return libdevice.exp(x)  # accurate expf; tl.exp (ex2.approx) is 8e-6 off float64 at V = 128k
 
     @triton.jit
+    def _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS: tl.constexpr):  # type: ignore[no-untyped-def]
+        """A row's chunk partials merged: (m = max, s = Σ s_c·exp(m_c − m), first index of the max);
+        for a greedy row m is the raw maximum and the index its first position."""
+        parts = tl.arange(0, CHUNKS)
+        mask = parts < nchunks
+        slot = row * CHUNKS + parts
+        a = tl.load(part_m_ptr + slot, mask=mask, other=-float("inf"))
+        b = tl.load(part_s_ptr + slot, mask=mask, other=0.0)
+        i = tl.load(part_i_ptr + slot, mask=mask, other=2147483647)
+        m = tl.max(a, axis=0)
+        shift = tl.where(m == -float("inf"), 0.0, m)  # a row of -inf only: no NaN
+        s = tl.sum(b * _exp(a - shift), axis=0)
+        return m, s, tl.min(tl.where(a == m, i, 2147483647), axis=0)
+
+    @triton.jit
     def _row_stats_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, draft_ptr, m_ptr, s_ptr, pd_ptr, vocab, stride, BLOCK: tl.constexpr
-    ):
+        logits_ptr, temp_ptr, draft_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr, pd_ptr, stride, nchunks,
+        CHUNKS: tl.constexpr,
+    ):  # fmt: skip
         row = tl.program_id(0)
         tau = tl.load(temp_ptr + row)
-        base = logits_ptr + row.to(tl.int64) * stride
-        m = -float("inf")
-        s = 0.0
-        for start in range(0, vocab, BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            x = _div(tl.load(base + offs, mask=offs < vocab, other=-float("inf")), tau)
-            new_m = tl.maximum(m, tl.max(x, axis=0))
-            shift = tl.where(new_m == -float("inf"), 0.0, new_m)  # a block of -inf only: no NaN
-            s = s * _exp(m - shift) + tl.sum(_exp(x - shift), axis=0)
-            m = new_m
+        m, s, _ = _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS)
         tl.store(m_ptr + row, m)
         tl.store(s_ptr + row, s)
         d = tl.load(draft_ptr + row)
-        x_d = _div(tl.load(base + d), tau)
+        x_d = _div(tl.load(logits_ptr + row.to(tl.int64) * stride + d), tau)
         tl.store(pd_ptr + row, _div(_exp(x_d - m), s))
 
     @triton.jit
@@ -78,13 +86,13 @@ if TRITON_AVAILABLE:
             tl.store(out + offs, _div(_exp(x - m), s), mask=mask)
 
     @triton.jit
-    def _argmax_loop(base, vocab, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-        """(max, first index of the max) of one row."""
+    def _argmax_loop(base, lo, hi, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        """(max, first index of the max) over columns [lo, hi) of one row; (-inf, 0) if all are -inf."""
         raw_best = -float("inf")
         raw_index = 0
-        for start in range(0, vocab, BLOCK):
+        for start in range(lo, hi, BLOCK):
             offs = start + tl.arange(0, BLOCK)
-            raw = tl.load(base + offs, mask=offs < vocab, other=-float("inf"))
+            raw = tl.load(base + offs, mask=offs < hi, other=-float("inf"))
             block_best = tl.max(raw, axis=0)
             if block_best > raw_best:  # the index reduction only when the maximum moves
                 raw_index = tl.argmax(raw, axis=0) + start
@@ -92,13 +100,13 @@ if TRITON_AVAILABLE:
         return raw_best, raw_index
 
     @triton.jit
-    def _stats_loop(base, vocab, tau, DIVIDE: tl.constexpr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-        """Online softmax statistics of x / τ: m = max, s = Σ exp(x/τ − m)."""
+    def _stats_loop(base, lo, hi, tau, DIVIDE: tl.constexpr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Online softmax statistics of x / τ over columns [lo, hi): m = max, s = Σ exp(x/τ − m)."""
         m = -float("inf")
         s = 0.0
-        for start in range(0, vocab, BLOCK):
+        for start in range(lo, hi, BLOCK):
             offs = start + tl.arange(0, BLOCK)
-            x = tl.load(base + offs, mask=offs < vocab, other=-float("inf"))
+            x = tl.load(base + offs, mask=offs < hi, other=-float("inf"))
             if DIVIDE:
                 x = _div(x, tau)
             new_m = tl.maximum(m, tl.max(x, axis=0))
@@ -108,11 +116,48 @@ if TRITON_AVAILABLE:
         return m, s
 
     @triton.jit
-    def _verify_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bad_ptr,
-        vocab, stride, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
+    def _partial_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,
+        HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
-        """Program (i, j): draft j of request i — softmax statistics, raw argmax, acceptance."""
+        """Program (i, j, c): row j of request i over vocabulary chunk c — the raw maximum and its
+        first index (greedy rows) or the online softmax statistics of x/τ (random rows)."""
+        req = tl.program_id(0)
+        j = tl.program_id(1)
+        part = tl.program_id(2)
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        if j < end - begin:
+            row = begin + j
+            tau = 1.0
+            if HAS_TEMP:
+                tau = tl.load(temp_ptr + req)
+            greedy = tau < 1e-5
+            base = logits_ptr + row * stride
+            lo = part * chunk
+            hi = tl.minimum(lo + chunk, vocab)
+            a = -float("inf")
+            b = 0.0
+            index = 0
+            if greedy:  # greedy rows need only the raw argmax, random rows only m and s
+                a, index = _argmax_loop(base, lo, hi, BLOCK)
+            elif tau == 1.0:  # x / 1 == x exactly: the division is skipped, not approximated
+                a, b = _stats_loop(base, lo, hi, tau, False, BLOCK)
+            else:
+                a, b = _stats_loop(base, lo, hi, tau, True, BLOCK)
+            slot = row * CHUNKS + part
+            tl.store(part_m_ptr + slot, a)
+            tl.store(part_s_ptr + slot, b)
+            tl.store(part_i_ptr + slot, index)
+
+    @triton.jit
+    def _verify_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
+        accept_ptr, argmax_ptr, bad_ptr, vocab, stride, nchunks,
+        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
+    ):  # fmt: skip
+        """Program (i, j): draft j of request i — its merged chunk partials (softmax statistics or
+        raw argmax), p(d) and the acceptance."""
         req = tl.program_id(0)
         j = tl.program_id(1)
         end = tl.load(cu_ptr + req).to(tl.int64)
@@ -125,17 +170,13 @@ if TRITON_AVAILABLE:
             greedy = tau < 1e-5
             tau = tl.where(greedy, 1.0, tau)
             base = logits_ptr + row * stride
-            m = -float("inf")
-            s = 0.0
-            raw_best = -float("inf")
-            raw_index = 0
-            if greedy:  # greedy rows need only the raw argmax, random rows only m and s
-                raw_best, raw_index = _argmax_loop(base, vocab, BLOCK)
-            elif tau == 1.0:  # x / 1 == x exactly: the division is skipped, not approximated
-                m, s = _stats_loop(base, vocab, tau, False, BLOCK)
-            else:
-                m, s = _stats_loop(base, vocab, tau, True, BLOCK)
+            m, s, raw_index = _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS)
+            raw_best = m
+            if greedy:
+                m = -float("inf")
+                s = 0.0
             d = tl.load(draft_ptr + row)
+            d = tl.where((d >= 0) & (d < vocab), d, 0)  # in range once validated; a graph reads before it knows
             pd = _div(_exp(_div(tl.load(base + d), tau) - m), s)
             q = 1.0
             if HAS_Q:
@@ -271,6 +312,47 @@ if TRITON_AVAILABLE:
         tl.store(row_out + accepted, final.to(tl.int32))
 
 
+    @triton.jit
+    def _check_kernel(  # type: ignore[no-untyped-def]
+        cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
+        ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr, BLOCK: tl.constexpr,
+    ):  # fmt: skip
+        """One program: the value rules of verification.md §1.2 as bits of ``flags[0]`` — 1: cu differs
+        from the expected cumsum, 2: a draft id outside [0, V), 4: the greedy flags disagree with the
+        temperatures, 8: a random request's temperature is not finite."""
+        bad_cu = 0
+        random = 0
+        bad_temp = 0
+        for start in range(0, num_reqs, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < num_reqs
+            cu = tl.load(cu_ptr + offs, mask=mask, other=0).to(tl.int64)
+            bad_cu += tl.sum((cu != tl.load(expected_ptr + offs, mask=mask, other=0)).to(tl.int32), axis=0)
+            t = tl.load(temp_ptr + offs, mask=mask, other=0.0)
+            is_random = mask & ~(t < 1e-5)
+            random += tl.sum(is_random.to(tl.int32), axis=0)
+            bad_temp += tl.sum((is_random & ((t != t) | (tl.abs(t) == float("inf")))).to(tl.int32), axis=0)
+        bad_id = 0
+        for start in range(0, total, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            d = tl.load(draft_ptr + offs, mask=offs < total, other=0)
+            bad_id += tl.sum(((d < 0) | (d >= vocab)).to(tl.int32), axis=0)
+        flags = tl.where(bad_cu > 0, 1, 0) + tl.where(bad_id > 0, 2, 0) + tl.where(bad_temp > 0, 8, 0)
+        flags += tl.where(((random > 0) == ALL_GREEDY) | ((random == num_reqs) != ALL_RANDOM), 4, 0)
+        tl.store(flags_ptr, flags)
+
+
+def check_values(
+    cu_num_draft_tokens: Tensor, expected_cu: Tensor, draft_token_ids: Tensor, temperature: Tensor, vocab: int,
+    all_greedy: bool, all_random: bool, flags: Tensor,
+) -> None:  # fmt: skip
+    """``_check_kernel`` into ``flags[0]`` (no synchronisation: the caller reads it when it must)."""
+    _check_kernel[(1,)](
+        cu_num_draft_tokens, expected_cu, draft_token_ids, temperature, flags, expected_cu.shape[0],
+        draft_token_ids.shape[0], vocab, ALL_GREEDY=all_greedy, ALL_RANDOM=all_random, BLOCK=1024,
+    )  # fmt: skip
+
+
 def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor | None, profile_name: str) -> bool:
     return (
         TRITON_AVAILABLE
@@ -282,15 +364,44 @@ def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor |
     )
 
 
+STATS_CHUNK: Final = 8192
+"""Vocabulary columns per statistics program. A row's softmax statistics (or raw argmax) come from
+cdiv(V, 8192) programs merged in chunk order, so at V = 128k one row is read by 16 SMs, not one: a
+B = 1 verification is not bound by one SM's latency. ``row_stats`` and the fused path share the
+partials and the merge, so both see the same bits."""
+
+
+def stats_partials(
+    logits: Tensor, temperature: Tensor | None, cu: Tensor, max_spec_len: int, *, block: int = BLOCK, warps: int = 8
+) -> tuple[Tensor, Tensor, Tensor, int, int]:
+    """``_partial_kernel`` over every row (request i's rows by ``cu``, τ per request): the partial
+    (m or max, s, index) per (row, chunk) and (chunks, CHUNKS padded to a power of two)."""
+    rows, vocab = logits.shape
+    nchunks = triton.cdiv(vocab, STATS_CHUNK)
+    padded = triton.next_power_of_2(nchunks)
+    part_m = torch.empty(max(rows, 1) * padded, dtype=torch.float32, device=logits.device)
+    part_s = torch.empty_like(part_m)
+    part_i = torch.empty(max(rows, 1) * padded, dtype=torch.int64, device=logits.device)
+    if rows:
+        _partial_kernel[(cu.shape[0], max(max_spec_len, 1), nchunks)](
+            logits, part_m if temperature is None else temperature, cu, part_m, part_s, part_i, vocab,
+            logits.stride(0), STATS_CHUNK, HAS_TEMP=temperature is not None, CHUNKS=padded,
+            BLOCK=min(block, STATS_CHUNK), num_warps=warps,
+        )  # fmt: skip
+    return part_m, part_s, part_i, nchunks, padded
+
+
 def row_stats(logits: Tensor, temperature: Tensor, drafts: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(m, s, p(d)) per row; ``temperature`` per row (1 for greedy rows)."""
-    rows, vocab = logits.shape
+    rows = logits.shape[0]
     m = torch.empty(rows, dtype=torch.float32, device=logits.device)
     s = torch.empty_like(m)
     pd = torch.empty_like(m)
     if rows:
+        one_per_request = torch.arange(1, rows + 1, device=logits.device)
+        part_m, part_s, part_i, nchunks, padded = stats_partials(logits, temperature, one_per_request, 1)
         _row_stats_kernel[(rows,)](
-            logits, temperature, drafts, m, s, pd, vocab, logits.stride(0), BLOCK=BLOCK, num_warps=8
+            logits, temperature, drafts, part_m, part_s, part_i, m, s, pd, logits.stride(0), nchunks, CHUNKS=padded
         )
     return m, s, pd
 
@@ -325,9 +436,40 @@ def fused_rejection_sample(
     chunks: int = CHUNKS,
     race_block: int = 2048,
 ) -> Tensor:
-    """The whole verification in three kernels on validated inputs (greedy rows by τ < 1e-5):
-    verify every draft row; race each rejected row over ``CHUNKS`` vocabulary chunks in parallel;
-    finish each request's output row."""
+    """``fused_kernels``, then the NaN rule (verification.md §1.2 item 5) read back: one sync."""
+    out, bad = fused_kernels(
+        draft_token_ids, cu_num_draft_tokens, max_spec_len, draft_probs, target_logits, bonus_token_ids,
+        temperature, uniforms, exponentials, block=block, warps=warps, chunks=chunks, race_block=race_block,
+    )  # fmt: skip
+    if bool(bad.any()):
+        raise ValueError(NAN_MESSAGE)
+    return out
+
+
+NAN_MESSAGE: Final = "NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf"
+
+
+def fused_kernels(
+    draft_token_ids: Tensor,
+    cu_num_draft_tokens: Tensor,
+    max_spec_len: int,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    temperature: Tensor | None,
+    uniforms: Tensor,
+    exponentials: Tensor,
+    *,
+    block: int = BLOCK,
+    warps: int = 8,
+    chunks: int = CHUNKS,
+    race_block: int = 2048,
+) -> tuple[Tensor, Tensor]:
+    """The whole verification in four kernels on validated inputs (greedy rows by τ < 1e-5):
+    statistics partials of every draft row over ``STATS_CHUNK`` columns each; verify every draft row;
+    race each rejected row over ``CHUNKS`` vocabulary chunks in parallel; finish each request's
+    output row. Returns the output and the per-row NaN flags, unread (no sync:
+    capturable in a CUDA graph)."""
     num_reqs, vocab = exponentials.shape
     rows = draft_token_ids.shape[0]
     device = target_logits.device
@@ -347,9 +489,12 @@ def fused_rejection_sample(
     has_temp, has_q = temperature is not None, draft_probs is not None
     chunk = triton.cdiv(vocab, chunks)
     if rows:
+        part_m, part_s, part_i, nchunks, padded = stats_partials(
+            logits, temperature if temperature is None else temp, cu, max_spec_len, block=block, warps=warps
+        )
         _verify_kernel[(num_reqs, max(max_spec_len, 1))](
-            logits, temp, cu, drafts, uniforms, q, m, s, accept, argmax, bad, vocab, logits.stride(0),
-            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=block, num_warps=warps,
+            logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad, vocab,
+            logits.stride(0), nchunks, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded,
         )  # fmt: skip
         _race_chunk_kernel[(num_reqs, chunks)](
             logits, temp, cu, drafts, q, exponentials, m, s, accept, scores, indices, vocab, logits.stride(0), chunk,
@@ -359,6 +504,4 @@ def fused_rejection_sample(
         temp, cu, drafts, accept, argmax, bonus_token_ids.contiguous(), scores, indices, out, max_spec_len + 1,
         HAS_TEMP=has_temp, CHUNKS=chunks, COLS=triton.next_power_of_2(max_spec_len + 1),
     )  # fmt: skip
-    if rows and bool(bad.any()):
-        raise ValueError("NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf")
-    return out
+    return out, bad

@@ -25,8 +25,9 @@ from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.llama import ForwardFn, ForwardInputs, LlamaShard, compute_logits, forward
 from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
+from arctic_ref.parallel.graph_capture import capture_graph
 from arctic_ref.runner.engine import forward_for
-from arctic_ref.runner.graphs import capture_graph
+from arctic_ref.spec import RejectionSampler, SamplingMetadata, rejection_sample
 from benchmarks.cuda_timing import median_ms
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -165,10 +166,26 @@ def test_verify_step_against_decode(benchmark: Any, models: dict[str, Forward], 
     decode_ms = median_ms(decode.replay, runs=30, warmup=3)
     verify_ms = median_ms(verify.replay, runs=30, warmup=3)
     benchmark.pedantic(lambda: (verify.replay(), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
+    eager_sample_ms, graph_sample_ms = _sampling_ms(drafts, model.config.vocab_size)
     figures = {"decode_ms": decode_ms, "verify_ms": verify_ms, "G3_verify_over_decode": verify_ms / decode_ms,
-               f"S2_derived_a{drafts}": decode_ms / verify_ms}  # fmt: skip
+               f"S2_derived_a{drafts}": decode_ms / verify_ms, "sample_eager_ms": eager_sample_ms,
+               "sample_graph_ms": graph_sample_ms,
+               "sampling_share_before": eager_sample_ms / (verify_ms + eager_sample_ms),
+               "sampling_share_after": graph_sample_ms / (verify_ms + graph_sample_ms)}  # fmt: skip
     benchmark.extra_info.update(figures)
     print(f"\n{kernels} k={drafts}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+
+
+def _sampling_ms(drafts: int, vocab: int) -> tuple[float, float]:
+    """The verify step's sampling at B = 1 (τ = 1, fp32 logits, noise drawn inside): eager
+    ``rejection_sample`` (before issue 13) and the runner's ``RejectionSampler`` (graph replay)."""
+    logits = torch.randn(drafts, vocab, device=DEVICE) * 4
+    meta = SamplingMetadata(temperature=torch.ones(1, device=DEVICE), all_greedy=False, all_random=True)
+    args = (logits.argmax(1), [drafts], drafts, torch.tensor([drafts], device=DEVICE), None, logits,
+            torch.zeros(1, 1, dtype=torch.int64, device=DEVICE), meta)  # fmt: skip
+    sampler = RejectionSampler(capture_after=1)
+    sampler(*args)
+    return median_ms(lambda: rejection_sample(*args), runs=100), median_ms(lambda: sampler(*args), runs=100)
 
 
 def test_batched_attention_matches_reference_in_bf16(model: LlamaShard) -> None:

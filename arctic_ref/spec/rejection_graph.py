@@ -1,0 +1,200 @@
+"""``RejectionSampler``: ``rejection_sample`` with its fixed cost removed on CUDA, by replaying the whole
+call (value checks, noise, the three fused kernels) as one CUDA graph per input signature.
+
+Where the fixed cost went (one H200, B × K = 1 × 4, V = 128,256): a blocking device-to-host copy for
+the value rules of verification.md §1.2, a second one for the NaN rule (item 5), the two noise draws
+and about twenty launches — some 0.65 ms of host time while the kernels themselves take tens of µs.
+
+The graph path keeps the contract:
+
+- **Same output, same generator.** The graph draws its noise with ``draw_noise`` from the default
+  CUDA generator, which a replay advances exactly as an eager call would (torch's graph-safe Philox
+  offsets), and runs the kernels of ``fused_rejection_sample``: output and final generator state are
+  bit-identical to ``rejection_sample`` under the same seed.
+- **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
+  before the replay. Value rules are checked inside the graph (``check_values``) and read back with
+  the NaN flags in one transfer, the call's only synchronisation. On a value error the default
+  generator is restored to its state before the call and ``validate_inputs`` raises its usual
+  message; the output buffer is never handed out. The kernels never read out of bounds on bad
+  values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
+- **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
+  by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
+  second time its key is seen; the first sighting, any other shape of call (per-request generators,
+  all-greedy batches, top-k/top-p, other profiles or dtypes, CPU tensors) and a full cache run the
+  eager ``rejection_sample``. Callers that pass the same buffers every step (a runner's persistent
+  inputs, vLLM's) replay; callers that allocate fresh tensors every call still get exact results.
+"""
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Final
+
+import torch
+from torch import Tensor
+
+from arctic_ref.parallel.graph_capture import capture_graph
+from arctic_ref.spec.metadata import SamplingMetadata
+from arctic_ref.spec.noise import draw_noise
+from arctic_ref.spec.profile import INTENDED, SamplerProfile
+from arctic_ref.spec.rejection import (
+    BonusTokenIds,
+    bonus_column,
+    rejection_sample,
+    validate_host_inputs,
+    validate_inputs,
+)
+from arctic_ref.spec.rejection_triton import NAN_MESSAGE, check_values, fused_kernels, fused_supported
+from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
+
+CAPACITY: Final = 16
+"""Graphs kept per sampler (least recently used dropped first); each holds its own memory pool."""
+CAPTURE_AFTER: Final = 2
+"""A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
+
+_TensorKey = tuple[int, tuple[int, ...], tuple[int, ...], torch.dtype]
+_Key = tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Captured:
+    """One captured call: its graph, the host counts' cumsum it runs on, and its outputs."""
+
+    graph: torch.cuda.CUDAGraph
+    expected_cu: Tensor
+    out: Tensor
+    flags: Tensor
+    """int32 [2]: the value-rule bits of ``check_values``, then the NaN flag."""
+
+
+def _tensor_key(tensor: Tensor) -> _TensorKey:
+    return (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+
+
+def _graph_key(
+    draft_token_ids: object, num_draft_tokens: object, max_spec_len: object, cu_num_draft_tokens: object,
+    draft_probs: object, target_logits: object, bonus_token_ids: object, meta: object, profile: SamplerProfile,
+) -> _Key | None:  # fmt: skip
+    """The signature a graph replays for, or None where the call takes the eager path."""
+    tensors = (draft_token_ids, cu_num_draft_tokens, target_logits, bonus_token_ids)
+    if not all(isinstance(t, Tensor) and t.is_cuda and t.is_contiguous() for t in tensors):
+        return None
+    if draft_probs is not None and not (isinstance(draft_probs, Tensor) and draft_probs.is_contiguous()):
+        return None
+    if not isinstance(meta, SamplingMetadata) or meta.temperature is None or meta.all_greedy or meta.generators:
+        return None
+    if not (isinstance(num_draft_tokens, list) and isinstance(max_spec_len, int)) or not meta.temperature.is_cuda:
+        return None
+    assert isinstance(target_logits, Tensor)
+    if not fused_supported(target_logits, meta.top_k, meta.top_p, profile.name):
+        return None
+    return (
+        *(_tensor_key(t) for t in tensors),  # type: ignore[arg-type]
+        None if draft_probs is None else _tensor_key(draft_probs),
+        _tensor_key(meta.temperature.contiguous()),
+        tuple(num_draft_tokens), max_spec_len, meta.all_random, profile,
+    )  # fmt: skip
+
+
+class RejectionSampler:
+    """``rejection_sample`` with the same arguments and results; on CUDA, repeated calls on the same
+    buffers replay one CUDA graph (see the module docstring for when, and what is kept exact)."""
+
+    def __init__(
+        self, *, profile: SamplerProfile = INTENDED, capacity: int = CAPACITY, capture_after: int = CAPTURE_AFTER
+    ) -> None:
+        if capacity < 0 or capture_after < 1:
+            raise ValueError(f"capacity must be >= 0 and capture_after >= 1, got {capacity} and {capture_after}")
+        self.profile = profile
+        self.capacity = capacity
+        self.capture_after = capture_after
+        self._graphs: OrderedDict[_Key, _Captured] = OrderedDict()
+        self._sightings: OrderedDict[_Key, int] = OrderedDict()
+        self.replays = 0
+        """Calls served by a graph replay (the rest ran eagerly)."""
+
+    @property
+    def num_graphs(self) -> int:
+        return len(self._graphs)
+
+    def __call__(
+        self,
+        draft_token_ids: TokenIds,
+        num_draft_tokens: list[int],
+        max_spec_len: int,
+        cu_num_draft_tokens: PerRequest,
+        draft_probs: Probs | None,
+        target_logits: Logits,
+        bonus_token_ids: BonusTokenIds,
+        sampling_metadata: SamplingMetadata,
+    ) -> Output:
+        args = (
+            draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+            bonus_token_ids, sampling_metadata,
+        )  # fmt: skip
+        key = _graph_key(*args, self.profile) if self.capacity else None
+        if key is None:
+            return rejection_sample(*args, profile=self.profile)
+        validate_host_inputs(*args, self.profile)
+        captured = self._graphs.get(key)
+        if captured is None:
+            if self._sighted(key) < self.capture_after:
+                return rejection_sample(*args, profile=self.profile)
+            captured = self._capture(key, *args)
+        self._graphs.move_to_end(key)
+        generator = torch.cuda.default_generators[target_logits.device.index or 0]
+        state = generator.get_state()
+        captured.graph.replay()
+        value_bits, nan = captured.flags.tolist()  # the call's one synchronisation
+        if value_bits:
+            generator.set_state(state)
+            validate_inputs(*args, self.profile)
+            raise AssertionError(f"the graph's value check ({value_bits}) disagrees with validate_inputs")
+        if nan:
+            raise ValueError(NAN_MESSAGE)
+        self.replays += 1
+        return captured.out.clone()
+
+    def _sighted(self, key: _Key) -> int:
+        count = self._sightings.pop(key, 0) + 1
+        self._sightings[key] = count
+        while len(self._sightings) > 4 * max(self.capacity, 1):
+            self._sightings.popitem(last=False)
+        return count
+
+    def _capture(
+        self, key: _Key, draft_token_ids: Tensor, num_draft_tokens: Sequence[int], max_spec_len: int,
+        cu_num_draft_tokens: Tensor, draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor,
+        meta: SamplingMetadata,
+    ) -> _Captured:  # fmt: skip
+        """``capture_graph`` of the whole call on these inputs; the warm-up calls' draws are undone."""
+        device = target_logits.device
+        expected_cu = torch.tensor(list(accumulate(num_draft_tokens)), dtype=torch.int64, device=device)
+        flags = torch.zeros(2, dtype=torch.int32, device=device)
+
+        def body() -> Tensor:
+            assert meta.temperature is not None
+            temperature = meta.temperature.to(torch.float32).contiguous()
+            check_values(
+                cu_num_draft_tokens, expected_cu, draft_token_ids, temperature, target_logits.shape[1],
+                meta.all_greedy, meta.all_random, flags,
+            )  # fmt: skip
+            noise = draw_noise(num_draft_tokens, target_logits.shape[1], meta, profile=self.profile, device=device)
+            assert noise is not None
+            out, bad = fused_kernels(
+                draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
+                bonus_column(bonus_token_ids), temperature, noise.uniforms, noise.exponentials,
+            )  # fmt: skip
+            flags[1:].copy_(bad.any().reshape(1))
+            return out
+
+        generator = torch.cuda.default_generators[device.index or 0]
+        state = generator.get_state()
+        graph, out = capture_graph(body, device)
+        generator.set_state(state)  # the warm-up calls drew noise; capturing draws none
+        if len(self._graphs) >= self.capacity:
+            self._graphs.popitem(last=False)
+        captured = _Captured(graph=graph, expected_cu=expected_cu, out=out, flags=flags)
+        self._graphs[key] = captured
+        return captured

@@ -1,0 +1,162 @@
+"""``RejectionSampler`` on CUDA: graph replays equal eager ``rejection_sample`` bit for bit, output and
+default-generator state alike; bad values raise the eager message with the generator untouched; the
+calls it cannot graph run eagerly; the runner's verify step replays and generates what eager does."""
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from arctic_ref.model.config import tiny_config
+from arctic_ref.model.weights import random_weights
+from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
+from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
+from arctic_ref.runner.drafters import SuffixDrafter
+from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.spec import RejectionSampler, SamplingMetadata, rejection_sample
+from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
+Args = tuple  # type: ignore[type-arg]
+
+
+def _args(reqs: int, drafts: int, vocab: int, *, probs: bool = False, mixed: bool = False, seed: int = 0) -> Args:
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    counts = [drafts if i % 3 else max(drafts - 1, 0) for i in range(reqs)]
+    total = sum(counts)
+    logits = torch.randn(total, vocab, device="cuda", generator=g) * 3
+    ids = torch.where(torch.rand(total, device="cuda", generator=g) < 0.7, logits.argmax(1),
+                      torch.randint(0, vocab, (total,), device="cuda", generator=g))  # fmt: skip
+    q = torch.softmax(torch.randn(total, vocab, device="cuda", generator=g), 1) if probs else None
+    temperature = torch.full((reqs,), 0.8, device="cuda")
+    if mixed:
+        temperature[::4] = 0.0
+    meta = SamplingMetadata(temperature=temperature, all_greedy=False, all_random=not mixed)
+    cu = torch.tensor([sum(counts[: i + 1]) for i in range(reqs)], dtype=torch.int32, device="cuda")
+    bonus = torch.randint(0, vocab, (reqs,), device="cuda", generator=g)
+    return (ids, counts, drafts, cu, q, logits, bonus, meta)
+
+
+def _state() -> torch.Tensor:
+    """The default CUDA generator's state (the list fills once CUDA is initialised)."""
+    return torch.cuda.default_generators[0].get_state()
+
+
+@pytest.mark.parametrize(
+    ("reqs", "drafts", "vocab", "probs", "mixed"),
+    [(1, 4, 128_256, False, False), (8, 4, 32_000, False, True), (5, 7, 9_000, True, True), (32, 1, 50_000, True, False)],
+)
+def test_replays_equal_eager_output_and_generator(reqs: int, drafts: int, vocab: int, probs: bool, mixed: bool) -> None:
+    args = _args(reqs, drafts, vocab, probs=probs, mixed=mixed)
+    sampler = RejectionSampler()
+    for call in range(5):
+        torch.manual_seed(call)
+        eager = rejection_sample(*args)
+        eager_state = _state()
+        torch.manual_seed(call)
+        fast = sampler(*args)
+        assert torch.equal(fast, eager), f"call {call}"
+        assert torch.equal(_state(), eager_state), f"call {call}: generator state"
+    assert sampler.replays == 4 and sampler.num_graphs == 1  # the first sighting runs eagerly
+
+
+def test_outputs_are_fresh_tensors() -> None:
+    args = _args(2, 3, 1000)
+    sampler = RejectionSampler(capture_after=1)
+    first = sampler(*args)
+    kept = first.clone()
+    sampler(*args)
+    assert torch.equal(first, kept)
+
+
+BAD_VALUES: dict[str, tuple[Callable[[Args], None], str]] = {
+    "draft id >= V": (lambda a: a[0].__setitem__(0, a[5].shape[1]), "outside"),
+    "draft id < 0": (lambda a: a[0].__setitem__(1, -1), "outside"),
+    "cu mismatch": (lambda a: a[3].__setitem__(0, 99), "cu_num_draft_tokens"),
+    "all_random with a greedy row": (lambda a: a[7].temperature.__setitem__(0, 0.0), "all_random flag"),
+    "NaN temperature": (lambda a: a[7].temperature.__setitem__(1, float("nan")), "non-finite temperature"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_VALUES))
+def test_bad_values_raise_the_eager_message_and_leave_the_generator(case: str) -> None:
+    args = _args(4, 3, 5000)
+    sampler = RejectionSampler()
+    sampler(*args)
+    sampler(*args)
+    assert sampler.num_graphs == 1
+    saved = [t.clone() for t in (args[0], args[3], args[7].temperature)]
+    mutate, message = BAD_VALUES[case]
+    mutate(args)  # in place: the same buffers, so the captured graph replays
+    before = _state()
+    with pytest.raises(ValueError, match=message):
+        rejection_sample(*args)
+    with pytest.raises(ValueError, match=message):
+        sampler(*args)
+    assert torch.equal(_state(), before)
+    for dst, src in zip((args[0], args[3], args[7].temperature), saved, strict=True):
+        dst.copy_(src)
+    torch.manual_seed(7)
+    eager = rejection_sample(*args)
+    torch.manual_seed(7)
+    assert torch.equal(sampler(*args), eager)
+    assert sampler.replays == 2
+
+
+def test_nan_logits_raise_after_the_same_draws() -> None:
+    args = _args(3, 2, 4000)
+    sampler = RejectionSampler(capture_after=1)
+    sampler(*args)
+    args[5][0, 10] = float("nan")
+    torch.manual_seed(3)
+    with pytest.raises(ValueError, match="NaN"):
+        rejection_sample(*args)
+    eager_state = _state()
+    torch.manual_seed(3)
+    with pytest.raises(ValueError, match="NaN"):
+        sampler(*args)
+    assert torch.equal(_state(), eager_state)  # item 5: detected after the draws, as eagerly
+
+
+def test_calls_it_cannot_graph_run_eagerly() -> None:
+    ids, counts, drafts, cu, q, logits, bonus, meta = _args(4, 2, 3000)
+    seeded = SamplingMetadata(temperature=meta.temperature, all_greedy=False, all_random=True,
+                              generators={1: torch.Generator(device="cuda").manual_seed(5)})  # fmt: skip
+    top_k = SamplingMetadata(temperature=meta.temperature, all_greedy=False, all_random=True,
+                             top_k=torch.full((4,), 50, device="cuda"))  # fmt: skip
+    greedy = SamplingMetadata(temperature=torch.zeros(4, device="cuda"), all_greedy=True, all_random=False)
+    sampler = RejectionSampler(capture_after=1)
+    for other in (seeded, top_k, greedy):
+        for _ in range(3):
+            sampler(ids, counts, drafts, cu, q, logits, bonus, other)
+    sampler(ids, counts, drafts, cu, q, logits.double(), bonus, meta)
+    assert sampler.num_graphs == 0 and sampler.replays == 0
+
+
+def test_capacity_bounds_the_graphs() -> None:
+    first, second = _args(2, 2, 1000, seed=1), _args(3, 2, 1000, seed=2)
+    sampler = RejectionSampler(capacity=1, capture_after=1)
+    for args in (first, second, first, second):
+        sampler(*args)
+    assert sampler.num_graphs == 1 and sampler.replays == 4
+
+
+def _generate(sampler: RejectionSampler) -> tuple[list[tuple[int, ...]], int]:
+    engine = EngineConfig(model=tiny_config(), layout=ParallelLayout(1, 1, 1), device="cuda", cuda_graphs=True,
+                          scheduler=SchedulerConfig(max_num_batched_tokens=256, max_model_len=512))  # fmt: skip
+    solo = SoloComm(0)
+    runner = build_runner(engine, random_weights(engine.model, 0), RankGroups(rank=0, tp=solo, sp=solo, shift=solo),
+                          SuffixDrafter.build(512))  # fmt: skip
+    runner.sampler = sampler
+    torch.manual_seed(11)
+    params = [SamplingParams(max_tokens=24, temperature=0.7)] * 2
+    results = run_requests(runner, engine.scheduler, builtin_prompts(512)[:2], params)
+    return [r.output_token_ids for r in results], sampler.replays
+
+
+def test_runner_verify_replays_and_generates_as_eager() -> None:
+    graphed, replays = _generate(RejectionSampler())
+    eager, none = _generate(RejectionSampler(capacity=0))
+    print(f"\nrunner verify steps served by a graph replay: {replays}")
+    assert graphed == eager
+    assert replays > 0 and none == 0

@@ -1,0 +1,55 @@
+"""``RejectionSampler`` off CUDA (every call eager: it is ``rejection_sample``, output and generator
+alike), its arguments, and the runner's ``PersistentInputs``. The graph path: gpu_tests."""
+
+import random
+
+import pytest
+import torch
+
+from arctic_ref.runner.persistent_inputs import PersistentInputs
+from arctic_ref.spec import INTENDED, VLLM_0_9_2, RejectionSampler, rejection_sample
+from arctic_ref.testing.rejection.corpus import random_case
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cpu_calls_equal_rejection_sample(seed: int) -> None:
+    case = random_case(random.Random(seed))
+    profile = VLLM_0_9_2 if seed % 2 else INTENDED
+    sampler = RejectionSampler(profile=profile, capture_after=1)
+    for call in range(3):
+        torch.manual_seed(call)
+        expected = rejection_sample(*case.args(), profile=profile)
+        state = torch.get_rng_state()
+        torch.manual_seed(call)
+        assert torch.equal(sampler(*case.args()), expected)
+        assert torch.equal(torch.get_rng_state(), state)
+    assert sampler.replays == 0 and sampler.num_graphs == 0
+
+
+def test_bad_input_raises_as_rejection_sample() -> None:
+    case = random_case(random.Random(3))
+    args = list(case.args())
+    args[2] = 40  # max_spec_len above the limit
+    with pytest.raises(ValueError, match="limit"):
+        RejectionSampler()(*args)
+
+
+@pytest.mark.parametrize(("capacity", "capture_after"), [(-1, 2), (4, 0)])
+def test_arguments_are_checked(capacity: int, capture_after: int) -> None:
+    with pytest.raises(ValueError, match=f"got {capacity} and {capture_after}"):
+        RejectionSampler(capacity=capacity, capture_after=capture_after)
+
+
+def test_persistent_inputs_reuse_one_buffer_per_layout() -> None:
+    inputs = PersistentInputs(capacity=2)
+    first = inputs.put("x", torch.tensor([1, 2, 3]))
+    again = inputs.put("x", torch.tensor([4, 5, 6]))
+    assert again.data_ptr() == first.data_ptr() and again.tolist() == [4, 5, 6]
+    other = inputs.put("x", torch.tensor([1.0, 2.0, 3.0]))
+    assert other.data_ptr() != first.data_ptr()
+    inputs.put("y", torch.zeros(2))  # a third layout: the least recently used ("x" int64) goes
+    assert inputs.put("x", torch.tensor([7, 8, 9])).data_ptr() != first.data_ptr()
+    strided = torch.arange(10)[::2]
+    assert inputs.put("s", strided).is_contiguous()
+    with pytest.raises(ValueError, match="got 0"):
+        PersistentInputs(capacity=0)
