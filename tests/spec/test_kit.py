@@ -7,6 +7,7 @@ from arctic_ref.spec import rejection_sample, rejection_sample_loop, rejection_s
 from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
 from arctic_ref.testing.rejection.mutants import MUTATIONS, MutantLoop
 from arctic_ref.testing.rejection.report import Status
+from arctic_ref.testing.rejection.vllm_bugs import VLLM_BUG_SAMPLERS, SamplerBugReplay
 
 
 def test_vectorised_full_report_is_clean() -> None:
@@ -56,6 +57,14 @@ def test_every_mutant_is_caught(mutation: str) -> None:
     candidate = Injectable(MutantLoop(mutation))  # type: ignore[arg-type]
     report = check_rejection_sampler(candidate, with_noise=candidate.inject, level="quick", statistics=False)
     assert not report.ok, f"mutant {mutation} passed every check"
+
+
+@pytest.mark.parametrize("replay", VLLM_BUG_SAMPLERS, ids=lambda r: r.id)
+def test_every_vllm_bug_replay_is_caught(replay: SamplerBugReplay) -> None:
+    """vLLM's bugs of bugs.md, each as an external sampler: the kit fails it on the named checks."""
+    report = check_rejection_sampler(replay.sampler, level="quick", statistics=False, name=replay.id)
+    failed = {c.id for c in report.checks if c.status is Status.FAIL}
+    assert replay.caught_by <= failed, f"{replay.id}: failed {sorted(failed)}, expected {sorted(replay.caught_by)}"
 
 
 def test_report_renders() -> None:

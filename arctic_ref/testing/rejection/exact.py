@@ -7,6 +7,7 @@ an injector, otherwise per-request seeded generators whose draws are predicted o
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import Literal
 
 import torch
@@ -369,9 +370,19 @@ def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -
                  f"request {i}: {together[i].tolist()} in the batch, {solo[0].tolist()} alone")  # fmt: skip
 
 
+def _with_nan_in_a_random_row(case: RejectionCase) -> Tensor:
+    """The logits with one NaN in the first draft row of the first random request with drafts
+    (verification.md §1.2 item 5: a ``ValueError``, never an out-of-vocabulary id, vLLM bug V-5)."""
+    starts = [0, *accumulate(case.num_draft_tokens)]
+    i = next(i for i, n in enumerate(case.num_draft_tokens) if n > 0 and not case.greedy[i])
+    logits = case.target_logits.clone()
+    logits[starts[i], 0] = float("nan")
+    return logits
+
+
 def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
     base = random_case(random.Random(1), greedy_temperature=c.greedy_temperature)
-    while sum(base.num_draft_tokens) == 0 or all(base.greedy):
+    while not any(n > 0 and not greedy for n, greedy in zip(base.num_draft_tokens, base.greedy, strict=True)):
         base = random_case(rng, greedy_temperature=c.greedy_temperature)
     bad_cases: dict[str, RejectionCase] = {
         "max_spec_len 33": replace(base, max_spec_len=33),
@@ -382,6 +393,7 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         "all_greedy flag wrong": replace(
             base, sampling_metadata=replace(base.sampling_metadata, all_greedy=True, all_random=False)
         ),
+        "NaN in a random row": replace(base, target_logits=_with_nan_in_a_random_row(base)),
     }
     if c.unsafe_inputs_skipped:
         # vLLM 0.9.2's kernels index memory with these unchecked (out-of-range ids, vLLM #46533; a wrong
