@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-ruff check arctic_ref tests benchmarks
+ruff check arctic_ref tests benchmarks mutation
 mypy --strict arctic_ref
 HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" python -m pytest -m "not slow" "$@"

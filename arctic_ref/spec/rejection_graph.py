@@ -12,10 +12,11 @@ The graph path keeps the contract:
   offsets), and runs the kernels of ``fused_rejection_sample``: output and final generator state are
   bit-identical to ``rejection_sample`` under the same seed.
 - **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
-  before the replay. Value rules are checked inside the graph (``check_values``) and read back with
-  the NaN flags in one transfer, the call's only synchronisation. On a value error the default
-  generator is restored to its state before the call and ``validate_inputs`` raises its usual
-  message; the output buffer is never handed out. The kernels never read out of bounds on bad
+  before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are
+  checked inside the graph (``check_values``) and come back with the NaN flag in a pinned buffer the
+  graph writes last; the wait for it is the call's only synchronisation. On a value error the
+  default generator's offset is restored to its value before the call and ``validate_inputs`` raises
+  its usual message; the output copy is never handed out. The kernels never read out of bounds on bad
   values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
 - **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
   by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
@@ -57,7 +58,7 @@ _TensorKey = tuple[int, tuple[int, ...], tuple[int, ...], torch.dtype]
 _Key = tuple[object, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Captured:
     """One captured call: its graph, the host counts' cumsum it runs on, and its outputs."""
 
@@ -66,6 +67,8 @@ class _Captured:
     out: Tensor
     flags: Tensor
     """int32 [2]: the value-rule bits of ``check_values``, then the NaN flag."""
+    host_flags: Tensor
+    """Pinned host copy of ``flags``, written by the graph's last node."""
 
 
 def _tensor_key(tensor: Tensor) -> _TensorKey:
@@ -84,7 +87,9 @@ def _graph_key(
         return None
     if not isinstance(meta, SamplingMetadata) or meta.temperature is None or meta.all_greedy or meta.generators:
         return None
-    if not (isinstance(num_draft_tokens, list) and isinstance(max_spec_len, int)) or not meta.temperature.is_cuda:
+    if type(max_spec_len) is not int or not isinstance(num_draft_tokens, list) or not meta.temperature.is_cuda:
+        return None
+    if not all(type(n) is int for n in num_draft_tokens):  # bools would equal ints in the key
         return None
     assert isinstance(target_logits, Tensor)
     if not fused_supported(target_logits, meta.top_k, meta.top_p, profile.name):
@@ -136,25 +141,27 @@ class RejectionSampler:
         key = _graph_key(*args, self.profile) if self.capacity else None
         if key is None:
             return rejection_sample(*args, profile=self.profile)
-        validate_host_inputs(*args, self.profile)
         captured = self._graphs.get(key)
-        if captured is None:
+        if captured is None:  # a hit needs no host checks: its key fixes what they read, and they passed
+            validate_host_inputs(*args, self.profile)
             if self._sighted(key) < self.capture_after:
                 return rejection_sample(*args, profile=self.profile)
             captured = self._capture(key, *args)
         self._graphs.move_to_end(key)
         generator = torch.cuda.default_generators[target_logits.device.index or 0]
-        state = generator.get_state()
+        offset = generator.get_offset()
         captured.graph.replay()
-        value_bits, nan = captured.flags.tolist()  # the call's one synchronisation
+        out = captured.out.clone()  # queued behind the replay; handed out only if every check passes
+        torch.cuda.current_stream(target_logits.device).synchronize()  # the call's one synchronisation
+        value_bits, nan = captured.host_flags.tolist()
         if value_bits:
-            generator.set_state(state)
+            generator.set_offset(offset)
             validate_inputs(*args, self.profile)
             raise AssertionError(f"the graph's value check ({value_bits}) disagrees with validate_inputs")
         if nan:
             raise ValueError(NAN_MESSAGE)
         self.replays += 1
-        return captured.out.clone()
+        return out
 
     def _sighted(self, key: _Key) -> int:
         count = self._sightings.pop(key, 0) + 1
@@ -172,6 +179,7 @@ class RejectionSampler:
         device = target_logits.device
         expected_cu = torch.tensor(list(accumulate(num_draft_tokens)), dtype=torch.int64, device=device)
         flags = torch.zeros(2, dtype=torch.int32, device=device)
+        host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)
 
         def body() -> Tensor:
             assert meta.temperature is not None
@@ -182,19 +190,19 @@ class RejectionSampler:
             )  # fmt: skip
             noise = draw_noise(num_draft_tokens, target_logits.shape[1], meta, profile=self.profile, device=device)
             assert noise is not None
-            out, bad = fused_kernels(
+            out, _ = fused_kernels(
                 draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
-                bonus_column(bonus_token_ids), temperature, noise.uniforms, noise.exponentials,
+                bonus_column(bonus_token_ids), temperature, noise.uniforms, noise.exponentials, nan_flag=flags[1:],
             )  # fmt: skip
-            flags[1:].copy_(bad.any().reshape(1))
+            host_flags.copy_(flags, non_blocking=True)
             return out
 
         generator = torch.cuda.default_generators[device.index or 0]
-        state = generator.get_state()
+        offset = generator.get_offset()
         graph, out = capture_graph(body, device)
-        generator.set_state(state)  # the warm-up calls drew noise; capturing draws none
+        generator.set_offset(offset)  # the warm-up calls drew noise; capturing draws none
         if len(self._graphs) >= self.capacity:
             self._graphs.popitem(last=False)
-        captured = _Captured(graph=graph, expected_cu=expected_cu, out=out, flags=flags)
+        captured = _Captured(graph=graph, expected_cu=expected_cu, out=out, flags=flags, host_flags=host_flags)
         self._graphs[key] = captured
         return captured

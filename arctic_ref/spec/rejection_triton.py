@@ -153,8 +153,8 @@ if TRITON_AVAILABLE:
     @triton.jit
     def _verify_kernel(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-        accept_ptr, argmax_ptr, bad_ptr, vocab, stride, nchunks,
-        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
+        accept_ptr, argmax_ptr, bad_ptr, nan_flag_ptr, vocab, stride, nchunks,
+        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr,
     ):  # fmt: skip
         """Program (i, j): draft j of request i — its merged chunk partials (softmax statistics or
         raw argmax), p(d) and the acceptance."""
@@ -190,6 +190,8 @@ if TRITON_AVAILABLE:
             tl.store(accept_ptr + row, accept.to(tl.int8))
             tl.store(argmax_ptr + row, raw_index)
             tl.store(bad_ptr + row, bad.to(tl.int8))
+            if HAS_NAN_FLAG:  # one flag for the whole call, zeroed by _check_kernel
+                tl.atomic_max(nan_flag_ptr, bad.to(tl.int32))
 
     @triton.jit
     def _accepted_prefix(accept_ptr, begin, n):  # type: ignore[no-untyped-def]
@@ -340,13 +342,15 @@ if TRITON_AVAILABLE:
         flags = tl.where(bad_cu > 0, 1, 0) + tl.where(bad_id > 0, 2, 0) + tl.where(bad_temp > 0, 8, 0)
         flags += tl.where(((random > 0) == ALL_GREEDY) | ((random == num_reqs) != ALL_RANDOM), 4, 0)
         tl.store(flags_ptr, flags)
+        tl.store(flags_ptr + 1, 0)  # the NaN flag, raised by _verify_kernel
 
 
 def check_values(
     cu_num_draft_tokens: Tensor, expected_cu: Tensor, draft_token_ids: Tensor, temperature: Tensor, vocab: int,
     all_greedy: bool, all_random: bool, flags: Tensor,
 ) -> None:  # fmt: skip
-    """``_check_kernel`` into ``flags[0]`` (no synchronisation: the caller reads it when it must)."""
+    """``_check_kernel`` into ``flags[0]``, and ``flags[1]`` zeroed for ``fused_kernels``' NaN flag (no
+    synchronisation: the caller reads them when it must)."""
     _check_kernel[(1,)](
         cu_num_draft_tokens, expected_cu, draft_token_ids, temperature, flags, expected_cu.shape[0],
         draft_token_ids.shape[0], vocab, ALL_GREEDY=all_greedy, ALL_RANDOM=all_random, BLOCK=1024,
@@ -464,6 +468,7 @@ def fused_kernels(
     warps: int = 8,
     chunks: int = CHUNKS,
     race_block: int = 2048,
+    nan_flag: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The whole verification in four kernels on validated inputs (greedy rows by τ < 1e-5):
     statistics partials of every draft row over ``STATS_CHUNK`` columns each; verify every draft row;
@@ -493,8 +498,10 @@ def fused_kernels(
             logits, temperature if temperature is None else temp, cu, max_spec_len, block=block, warps=warps
         )
         _verify_kernel[(num_reqs, max(max_spec_len, 1))](
-            logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad, vocab,
+            logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad,
+            bad if nan_flag is None else nan_flag, vocab,
             logits.stride(0), nchunks, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded,
+            HAS_NAN_FLAG=nan_flag is not None,
         )  # fmt: skip
         _race_chunk_kernel[(num_reqs, chunks)](
             logits, temp, cu, drafts, q, exponentials, m, s, accept, scores, indices, vocab, logits.stride(0), chunk,

@@ -76,6 +76,18 @@ def test_zero_probability_draft_is_never_accepted_even_at_u_zero() -> None:
     assert rejection_sample_with_noise(*args, noise, profile=VLLM_0_9_2)[0, 0].item() != 1
 
 
+@pytest.mark.parametrize(
+    ("uniforms", "exponentials", "message"),
+    [([1.0], [[1.0]], "uniforms must lie in"), ([-0.1], [[1.0]], "uniforms must lie in"),
+     ([0.5], [[0.0]], "exponentials must lie in"), ([0.5], [[float("inf")]], "exponentials must lie in")],
+)  # fmt: skip
+def test_injected_noise_out_of_range_is_refused(uniforms: list[float], exponentials: list[list[float]], message: str) -> None:
+    """u in [0, 1) and E in (0, inf): u = 1 could accept a zero-probability draft, E = 0 divides by zero."""
+    with pytest.raises(ValueError, match=message):
+        RejectionNoise(uniforms=torch.tensor(uniforms, dtype=torch.float64), exponentials=torch.tensor(exponentials))
+    RejectionNoise(uniforms=torch.tensor([0.0, 0.999], dtype=torch.float64), exponentials=torch.tensor([[1e-30, 5.0]]))
+
+
 def test_errors_name_the_values() -> None:
     args = list(one_row([0.0, 1.0], [1, 0]))
     with pytest.raises(SpecLengthError, match="max_spec_len\\(33\\)"):

@@ -1,0 +1,214 @@
+"""Mutation testing of arctic_ref: each one-change mutant of a package's modules against the fast
+tests that concern that package; a report of killed, survived, timed-out and equivalent mutants.
+
+    python -m mutation.run --package suffix                  # every mutant (tox -e mutation)
+    python -m mutation.run --package all --sample 10 --seed 0 --jobs 2 --report out.json
+
+How it runs: the parent imports torch, numpy, hypothesis and pytest once, then forks one child per
+mutant (never importing arctic_ref itself); the child puts a private copy of the package, with the
+one module mutated, first on ``sys.path`` and runs ``pytest -x`` on the package's tests under the
+Hypothesis ``ci`` profile. A failing run kills the mutant; a run past the time limit (three times
+the clean run, plus 10 s) counts as timed out (killed). A survivor listed in
+``mutation/equivalent.txt`` with its reason is equivalent and left out of the score.
+"""
+
+import argparse
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+import hypothesis
+import numpy
+import pytest
+import scipy.stats
+import torch
+
+from mutation.mutants import Mutant, enumerate_mutants, mutated_source
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+EQUIVALENT_FILE: Final = ROOT / "mutation" / "equivalent.txt"
+PRELOADED: Final = (hypothesis, numpy, pytest, scipy.stats, torch)  # imported once, shared by every fork
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Package:
+    modules: tuple[str, ...]
+    tests: tuple[str, ...]
+    left_out: str
+    """Modules of the package not mutated, and why."""
+
+
+PACKAGES: Final[dict[str, Package]] = {
+    "suffix": Package(
+        modules=tuple(f"arctic_ref/suffix/{m}.py" for m in
+                      ("tree", "node", "drafting", "cache", "heap", "validate", "integrity", "draft")),
+        tests=("tests/test_value_types.py",
+               *(f"tests/suffix/test_{t}.py" for t in  # fastest first: most mutants die in the first file
+                 ("examples", "properties", "mutants", "upstream_differences", "replay", "stateful"))),
+        left_out="simulate, trace_file, workload (the simulator, covered by tests/test_cli.py) and plot (a figure)",
+    ),
+    "spec": Package(
+        modules=tuple(f"arctic_ref/spec/{m}.py" for m in
+                      ("rejection", "loop", "sampling", "noise", "metadata", "profile", "drafts")),
+        tests=("tests/test_value_types.py", "tests/spec/test_rejection.py", "tests/spec/test_metadata.py", "tests/spec/test_drafts.py",
+               "tests/spec/test_kit.py::test_vectorised_with_injected_noise_is_clean"),
+        left_out="rejection_triton and rejection_graph (CUDA-only paths: gpu_tests/)",
+    ),
+    "parallel": Package(
+        modules=tuple(f"arctic_ref/parallel/{m}.py" for m in ("plan", "cudagraph", "ulysses", "layout", "heads")),
+        tests=("tests/test_value_types.py", "tests/parallel/test_layout.py", "tests/parallel/test_cudagraph.py", "tests/parallel/test_volume.py",
+               "conformance/test_layouts.py::test_ulysses_exchanges"),
+        left_out="the modules the issue does not name (comm, volume, graph_capture, launch)",
+    ),
+}
+
+Outcome = Literal["killed", "survived", "timeout", "equivalent"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    mutant: Mutant
+    outcome: Outcome
+    seconds: float
+
+
+def equivalent_keys() -> dict[str, str]:
+    """``module|source line|description`` → the reviewed reason it cannot change behaviour."""
+    out: dict[str, str] = {}
+    for raw in EQUIVALENT_FILE.read_text().splitlines():
+        if raw.strip() and not raw.startswith("#"):
+            module, line, description, reason = (part.strip() for part in raw.split("|", 3))
+            out[f"{module}|{line}|{description}"] = reason
+    return out
+
+
+def _child(copy: Path, tests: tuple[str, ...]) -> None:
+    """In the forked child: the copy first on sys.path, then pytest; never returns."""
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, str(copy))
+    os.environ["HYPOTHESIS_PROFILE"] = "ci"
+    torch.set_num_threads(1)
+    os.chdir(ROOT)
+    sink = io.StringIO()
+    with redirect_stdout(sink), redirect_stderr(sink):
+        code = pytest.main([*tests, "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider", "-p", "no:benchmark",
+                            "--no-header", "-o", "addopts="])  # fmt: skip
+    os._exit(int(code))
+
+
+def _start(copy: Path, tests: tuple[str, ...]) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _child(copy, tests)
+        finally:
+            os._exit(70)
+    return pid
+
+
+def _make_copy(base: Path) -> Path:
+    copy = Path(tempfile.mkdtemp(dir=base))
+    shutil.copytree(ROOT / "arctic_ref", copy / "arctic_ref", ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def run_mutants(mutants: list[Mutant], tests: tuple[str, ...], *, jobs: int, limit: float) -> list[Result]:
+    """Every mutant in a forked child, ``jobs`` at a time, each in its own copy of the package."""
+    results: list[Result] = []
+    equivalent = equivalent_keys()
+    with tempfile.TemporaryDirectory() as base:
+        free = [_make_copy(Path(base)) for _ in range(jobs)]
+        running: dict[int, tuple[Mutant, Path, float]] = {}
+        queue = list(mutants)
+        while queue or running:
+            while queue and free:
+                mutant, copy = queue.pop(0), free.pop()
+                target = copy / mutant.module
+                target.write_text(mutated_source((ROOT / mutant.module).read_text(), mutant.index))
+                running[_start(copy, tests)] = (mutant, copy, time.monotonic())
+            time.sleep(0.05)
+            for pid, (mutant, copy, began) in list(running.items()):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                elapsed = time.monotonic() - began
+                if not done and elapsed < limit:
+                    continue
+                if not done:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    outcome: Outcome = "timeout"
+                elif os.waitstatus_to_exitcode(status) == 0:
+                    outcome = "equivalent" if mutant.key in equivalent else "survived"
+                else:
+                    outcome = "killed"
+                results.append(Result(mutant=mutant, outcome=outcome, seconds=elapsed))
+                shutil.copyfile(ROOT / mutant.module, copy / mutant.module)
+                del running[pid]
+                free.append(copy)
+    return sorted(results, key=lambda r: (r.mutant.module, r.mutant.index))
+
+
+def clean_run_seconds(tests: tuple[str, ...]) -> float:
+    """The unmutated tests must pass; their time sets the limit."""
+    with tempfile.TemporaryDirectory() as base:
+        began = time.monotonic()
+        _, status = os.waitpid(_start(_make_copy(Path(base)), tests), 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"the clean run of {' '.join(tests)} fails: fix the tests first")
+    return time.monotonic() - began
+
+
+def score(results: list[Result]) -> float:
+    counted = [r for r in results if r.outcome != "equivalent"]
+    return sum(r.outcome in ("killed", "timeout") for r in counted) / max(len(counted), 1)
+
+
+def report_lines(name: str, results: list[Result]) -> list[str]:
+    lines = [f"## {name}: {score(results):.1%} killed ({len(results)} mutants)", "",
+             "| module | killed | survived | timeout | equivalent |", "|---|---|---|---|---|"]  # fmt: skip
+    for module in sorted({r.mutant.module for r in results}):
+        counts = Counter(r.outcome for r in results if r.mutant.module == module)
+        lines.append(f"| {module} | {counts['killed']} | {counts['survived']} | {counts['timeout']} | {counts['equivalent']} |")
+    survivors = [r.mutant for r in results if r.outcome == "survived"]
+    lines += ["", *(f"- survived: `{m.module}:{m.line}` {m.description}: `{m.source_line}`" for m in survivors)]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mutation.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--package", choices=[*PACKAGES, "all"], default="all")
+    parser.add_argument("--sample", type=int, default=0, help="mutants per package, seeded (0: every mutant)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--report", type=Path, help="write the results as JSON here")
+    parser.add_argument("--limit", type=float, help="seconds per mutant (default: 3 × a clean run + 10, which is run first)")
+    args = parser.parse_args(argv)
+    names = list(PACKAGES) if args.package == "all" else [args.package]
+    everything: dict[str, list[Result]] = {}
+    for name in names:
+        package = PACKAGES[name]
+        mutants = [m for module in package.modules for m in enumerate_mutants(module, (ROOT / module).read_text())]
+        if args.sample:
+            mutants = random.Random(f"{args.seed}:{name}").sample(mutants, min(args.sample, len(mutants)))
+        limit = args.limit or 3 * clean_run_seconds(package.tests) + 10
+        began = time.monotonic()
+        everything[name] = run_mutants(mutants, package.tests, jobs=args.jobs, limit=limit)
+        print("\n".join(report_lines(name, everything[name])))
+        print(f"\n({time.monotonic() - began:.0f} s; time limit per mutant {limit:.0f} s; not mutated: {package.left_out})\n")
+    if args.report:
+        args.report.write_text(json.dumps({n: [asdict(r) for r in rs] for n, rs in everything.items()}, indent=1))
+    return 1 if any(r.outcome == "survived" for rs in everything.values() for r in rs) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
