@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arctic_ref.testing.bug_catalogue import CATALOGUE, render_table
+from arctic_ref.testing.bug_catalogue import CATALOGUE, BugCoverage, render_table
 from arctic_ref.testing.check import all_batteries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,10 +30,7 @@ def _defined(path: Path, names: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("row", CATALOGUE, ids=lambda row: row.id)
-def test_every_cited_check_exists(row: object) -> None:
-    from arctic_ref.testing.bug_catalogue import BugCoverage
-
-    assert isinstance(row, BugCoverage)
+def test_every_cited_check_exists(row: BugCoverage) -> None:
     batteries = {name for name, _ in all_batteries()} | MULTI_PROCESS
     for check in (c.strip() for c in row.check.split(",")):
         if check == "—":

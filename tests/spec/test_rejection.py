@@ -14,6 +14,7 @@ from arctic_ref.spec import (
     SamplerProfile,
     SamplingMetadata,
     SpecLengthError,
+    compute_target_probs,
     draw_noise,
     parse_output,
     rejection_sample,
@@ -21,6 +22,7 @@ from arctic_ref.spec import (
     rejection_sample_with_noise,
     validate_inputs,
 )
+from arctic_ref.spec.sampling import apply_top_k
 from arctic_ref.testing.rejection.corpus import random_case, random_noise
 from arctic_ref.testing.rejection.exact import layout_problem
 
@@ -28,8 +30,6 @@ from arctic_ref.testing.rejection.exact import layout_problem
 @given(st.integers(0, 2**31 - 1), st.sampled_from(["intended", "vllm"]))
 def test_e19_loop_equals_vectorised(seed: int, profile_name: str) -> None:
     """E19: bitwise equality on injected noise, both profiles."""
-    from arctic_ref.spec import INTENDED
-
     profile = INTENDED if profile_name == "intended" else VLLM_0_9_2
     rng = random.Random(seed)
     case = random_case(rng)
@@ -157,3 +157,23 @@ def test_placeholder_drafts_raise_where_recent_vllm_rejects_them_silently() -> N
     args[0] = torch.tensor([-1])
     with pytest.raises(ValueError, match="outside"):
         rejection_sample(*args)
+
+
+def test_top_k_of_the_whole_vocabulary_is_a_no_op_even_for_one_token() -> None:
+    """k = V keeps every entry, V = 1 included (its no-op rows must not ask topk for 2 of 1)."""
+    for vocab in (1, 2, 5):
+        x = torch.arange(2 * vocab, dtype=torch.float32).reshape(2, vocab)
+        assert torch.equal(apply_top_k(x, torch.full((2,), vocab)), x)
+        assert torch.equal(apply_top_k(x, torch.full((2,), vocab + 3)), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_intended_profile_computes_in_float32(dtype: torch.dtype) -> None:
+    """INTENDED processes low-precision logits in float32 (target_dtype): the same bits as the
+    upcast logits; VLLM_0_9_2 keeps the logits' own dtype, so its temperature quotient is rounded."""
+    logits = (torch.randn(4, 50, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
+    meta = SamplingMetadata(temperature=torch.tensor([0.7, 1.3]), all_greedy=False, all_random=True)
+    cu = torch.tensor([2, 4])
+    ours = compute_target_probs(logits, cu, meta, profile=INTENDED)
+    assert torch.equal(ours, compute_target_probs(logits.float(), cu, meta, profile=INTENDED))
+    assert not torch.equal(compute_target_probs(logits, cu, meta, profile=VLLM_0_9_2), ours)

@@ -1,6 +1,7 @@
 """Worked examples of suffix-decoding.md, each checked on ours and the naive oracle, and on
 upstream's C++ tree where the example is within upstream's contract."""
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -10,7 +11,7 @@ from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, Suff
 from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES
 from arctic_ref.testing.suffix.machines import SuffixIndex
 from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixTree
+from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 
 TREES: list[Callable[[int], SuffixIndex]] = [SuffixTree, NaiveSuffixIndex]
 if UPSTREAM_AVAILABLE:
@@ -216,3 +217,23 @@ class TestCache:
         with pytest.raises(TypeError):
             cache.start_request(["unhashable"], [1])  # type: ignore[arg-type]
         assert list(cache.active_requests) == ["a"]
+
+
+DEFAULTS = {  # upstream 0.3.0's defaults, which a drop-in keeps
+    "__init__": {"max_tree_depth": 64, "max_cached_requests": -1},
+    "speculate": {"max_spec_tokens": None, "max_spec_factor": 1.0, "max_spec_offset": 0.0, "min_token_prob": 0.1,
+                  "use_tree_spec": False},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("method", list(DEFAULTS))
+def test_cache_defaults_are_upstreams(method: str) -> None:
+    """The keyword defaults of the cache's API, as values and as upstream declares them."""
+    ours = {n: p.default for n, p in inspect.signature(getattr(SuffixDecodingCache, method)).parameters.items()
+            if p.default is not inspect.Parameter.empty}  # fmt: skip
+    assert ours == DEFAULTS[method]
+    if UpstreamSuffixDecodingCache is not None:
+        theirs = inspect.signature(getattr(UpstreamSuffixDecodingCache, method)).parameters
+        assert ours == {n: theirs[n].default for n in ours}
+    cache = SuffixDecodingCache()
+    assert (cache.max_tree_depth, cache.max_cached_requests) == (64, -1)
