@@ -11,9 +11,11 @@ from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.llama import ForwardInputs, forward
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm, plan_step
+from arctic_ref.parallel.launch import spawn_ranks
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import SuffixDrafter
 from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.testing.layouts.shift_capture import capture_every_size
 from arctic_ref.types import ReqId
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -102,3 +104,15 @@ def test_generation_with_graphs_equals_eager() -> None:
     worst = max(float((a.logits - b.logits).abs().max()) for a, b in zip(graph_rows, eager_rows, strict=True))
     print(f"\ngraphs vs eager generation (float64, suffix drafts): max |Δlogits| {worst:.2e}")
     assert worst <= 1e-12
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_shift_capture_with_sp_and_the_ai14_replay(world: int) -> None:
+    """SP = world with shift mode: every base and shift size captures over NCCL; AI-14 (HEAD's shift
+    capture calls a removed method) fails the run, naming the missing method."""
+    if torch.cuda.device_count() < world:
+        pytest.skip(f"needs {world} GPUs, {torch.cuda.device_count()} visible")
+    counts = spawn_ranks(capture_every_size, False, world_size=world, backend="nccl", timeout_s=600)[0]
+    assert counts is not None and counts["base"] > 0 and counts["shift"] > 0, counts
+    with pytest.raises(Exception, match="capture_shift_model"):
+        spawn_ranks(capture_every_size, True, world_size=world, backend="nccl", timeout_s=600)
