@@ -152,6 +152,8 @@ def run_mutants(mutants: list[Mutant], tests: tuple[str, ...], *, jobs: int, lim
                 else:
                     outcome = "killed"
                 results.append(Result(mutant=mutant, outcome=outcome, seconds=elapsed))
+                print(f"[{len(results)}/{len(mutants)}] {outcome:10s} {mutant.module}:{mutant.line} {mutant.description}",
+                      file=sys.stderr, flush=True)  # fmt: skip
                 shutil.copyfile(ROOT / mutant.module, copy / mutant.module)
                 del running[pid]
                 free.append(copy)
