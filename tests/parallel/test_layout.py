@@ -123,3 +123,21 @@ def test_graph_tables_are_printable_values() -> None:
     tables = GraphTables.build((1, 2, 4, 8), sp=2, threshold=4, max_num_batched_tokens=512)
     assert tables == GraphTables(base=(16, 8), shift=(4, 2, 1), sizes=(1, 2, 4, 8))
     assert "GraphTables(base=(16, 8)" in repr(tables)
+
+
+@pytest.mark.parametrize("name", ["world_size", "tensor_parallel_size", "ulysses_sequence_parallel_size"])
+def test_layout_sizes_must_be_ints_not_bools(name: str) -> None:
+    sizes: dict[str, object] = {"world_size": 1, "tensor_parallel_size": 1, "ulysses_sequence_parallel_size": 1}
+    for bad in (True, False):  # ints to isinstance, refused by name (other types: the beartype hook)
+        with pytest.raises(TypeError, match=f"{name} must be an int"):
+            ParallelLayout(**{**sizes, name: bad})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("tp", "sp"), [(1, 1), (2, 1), (1, 2), (2, 2), (1, 4), (4, 2)])
+def test_query_heads_partition_the_heads(tp: int, sp: int) -> None:
+    """Every rank's query-head chunk r = t·S + s, of size H/P: together exactly the H heads, once each."""
+    layout = ParallelLayout(tp * sp, tp, sp)
+    heads = 16
+    chunks = [query_heads(layout, rank, heads) for rank in range(layout.world_size)]
+    assert all(len(c) == heads // layout.world_size for c in chunks)
+    assert sorted(h for c in chunks for h in c) == list(range(heads))
