@@ -83,7 +83,9 @@ def _graph_key(
     tensors = (draft_token_ids, cu_num_draft_tokens, target_logits, bonus_token_ids)
     if not all(isinstance(t, Tensor) and t.is_cuda and t.is_contiguous() for t in tensors):
         return None
-    if draft_probs is not None and not (isinstance(draft_probs, Tensor) and draft_probs.is_contiguous()):
+    if draft_probs is not None and not (
+        isinstance(draft_probs, Tensor) and draft_probs.is_cuda and draft_probs.is_contiguous()
+    ):
         return None
     if not isinstance(meta, SamplingMetadata) or meta.temperature is None or meta.all_greedy or meta.generators:
         return None
