@@ -67,7 +67,7 @@ PACKAGES: Final[dict[str, Package]] = {
     ),
     "parallel": Package(
         modules=tuple(f"arctic_ref/parallel/{m}.py" for m in ("plan", "cudagraph", "ulysses", "layout", "heads")),
-        tests=("tests/test_value_types.py", "tests/parallel/test_layout.py", "tests/parallel/test_cudagraph.py", "tests/parallel/test_volume.py",
+        tests=("tests/test_value_types.py", "tests/parallel/test_plan.py", "tests/parallel/test_layout.py", "tests/parallel/test_cudagraph.py", "tests/parallel/test_volume.py",
                "conformance/test_layouts.py::test_ulysses_exchanges"),
         left_out="the modules the issue does not name (comm, volume, graph_capture, launch)",
     ),
@@ -193,13 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--report", type=Path, help="write the results as JSON here")
+    parser.add_argument("--module", action="append", help="only these modules (repeatable; paths as in the report)")
     parser.add_argument("--limit", type=float, help="seconds per mutant (default: 3 × a clean run + 10, which is run first)")
     args = parser.parse_args(argv)
     names = list(PACKAGES) if args.package == "all" else [args.package]
     everything: dict[str, list[Result]] = {}
     for name in names:
         package = PACKAGES[name]
-        mutants = [m for module in package.modules for m in enumerate_mutants(module, (ROOT / module).read_text())]
+        modules = [m for m in package.modules if not args.module or m in args.module]
+        mutants = [m for module in modules for m in enumerate_mutants(module, (ROOT / module).read_text())]
         if args.sample:
             mutants = random.Random(f"{args.seed}:{name}").sample(mutants, min(args.sample, len(mutants)))
         limit = args.limit or 3 * clean_run_seconds(package.tests) + 10
