@@ -76,7 +76,9 @@ def test_shift_policy_defaults_and_its_edges() -> None:
     assert ShiftPolicy(ParallelLayout(2, 1, 2)).threshold == 512
     policy = ShiftPolicy(ParallelLayout(2, 1, 2), enabled=True)
     assert policy.mode(512) is StepMode.SHIFT and policy.mode(513) is StepMode.BASE
-    assert ShiftPolicy(ParallelLayout(1, 1, 1), enabled=True, threshold=512).mode(3) is StepMode.BASE
+    assert ShiftPolicy(ParallelLayout(1, 1, 1)).mode(3) is StepMode.BASE
+    with pytest.raises(ValueError, match="requires ulysses_sequence_parallel_size > 1"):
+        ShiftPolicy(ParallelLayout(1, 1, 1), enabled=True)
 
 
 def test_disabled_tables_never_pad() -> None:
