@@ -23,7 +23,7 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
-from arctic_ref.spec.rejection_triton import NAN_MESSAGE, fused_rejection_sample, fused_supported
+from arctic_ref.spec.rejection_triton import NAN_MESSAGE, fused_kernels, fused_supported
 from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
@@ -273,10 +273,13 @@ def _sample(
     check_noise(noise, all_greedy, num_tokens, num_reqs, vocab)
     use_fused = fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name)
     if noise is not None and use_fused:
-        return fused_rejection_sample(
+        out, bad = fused_kernels(
             draft_token_ids, cu_num_draft_tokens, max_spec_len, draft_probs, target_logits, bonus_token_ids,
             sampling_metadata.temperature, noise.uniforms, noise.exponentials,
         )  # fmt: skip
+        if bool(bad.any()):  # verification.md §1.2 item 5, read back: the fused path's one sync
+            raise ValueError(NAN_MESSAGE)
+        return out
     counts = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
     starts = counts.cumsum(0) - counts
     rows = request_of_rows(cu_num_draft_tokens, num_tokens)

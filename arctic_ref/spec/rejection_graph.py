@@ -9,7 +9,7 @@ The graph path keeps the contract:
 
 - **Same output, same generator.** The graph draws its noise with ``draw_noise`` from the default
   CUDA generator, which a replay advances exactly as an eager call would (torch's graph-safe Philox
-  offsets), and runs the kernels of ``fused_rejection_sample``: output and final generator state are
+  offsets), and runs the same ``fused_kernels``: output and final generator state are
   bit-identical to ``rejection_sample`` under the same seed.
 - **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
   before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are

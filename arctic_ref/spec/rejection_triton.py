@@ -424,32 +424,6 @@ def softmax_rows(logits: Tensor, temperature: Tensor) -> Tensor:
 CHUNKS: Final = 16
 
 
-def fused_rejection_sample(
-    draft_token_ids: Tensor,
-    cu_num_draft_tokens: Tensor,
-    max_spec_len: int,
-    draft_probs: Tensor | None,
-    target_logits: Tensor,
-    bonus_token_ids: Tensor,
-    temperature: Tensor | None,
-    uniforms: Tensor,
-    exponentials: Tensor,
-    *,
-    block: int = BLOCK,
-    warps: int = 8,
-    chunks: int = CHUNKS,
-    race_block: int = 2048,
-) -> Tensor:
-    """``fused_kernels``, then the NaN rule (verification.md §1.2 item 5) read back: one sync."""
-    out, bad = fused_kernels(
-        draft_token_ids, cu_num_draft_tokens, max_spec_len, draft_probs, target_logits, bonus_token_ids,
-        temperature, uniforms, exponentials, block=block, warps=warps, chunks=chunks, race_block=race_block,
-    )  # fmt: skip
-    if bool(bad.any()):
-        raise ValueError(NAN_MESSAGE)
-    return out
-
-
 NAN_MESSAGE: Final = "NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf"
 
 
