@@ -167,8 +167,9 @@ class SuffixDecodingCache:
         if len(context) > self._max_tree_depth:
             context = context[-self._max_tree_depth :]
         tokens = check_tokens("context", context)
-        local = self._local_trees[req_id]._speculate_checked(tokens, *args)
-        glob = self._global_tree._speculate_checked(tokens, *args)
+        # Hints: the local tree's sequence 0 is the request itself, and so is its global sequence.
+        local = self._local_trees[req_id]._speculate_checked(tokens, *args, tail_of=0)
+        glob = self._global_tree._speculate_checked(tokens, *args, tail_of=self._req_to_seq_id.get(req_id))
         return SuffixDecodingDraft.from_native(local if local.score >= glob.score else glob)
 
     def _allocate_seq_id(self, req_id: Hashable) -> int:

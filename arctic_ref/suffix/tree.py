@@ -17,7 +17,12 @@ Invariants kept between public calls (``check_integrity`` verifies them):
   nodes, longest suffix first; they are the "active nodes" of upstream.
 
 An append therefore costs O(min(L, D)) node steps, and a node step is O(1) except the sibling
-reordering of a node with many children (a bisection on counts).
+reordering of a node with many children (a bisection on counts). The open suffixes of count 1 —
+leaves of one sequence, which only grow — are not stepped per token: ``extend`` catches each up
+once per call, or when a step reaches it, so novel text costs O(shared suffixes) per token.
+
+Speculation walks from the root once per match length, except where the context ends like a live
+sequence named as a hint (the cache's request): those matches are that sequence's open suffixes.
 """
 
 import sys
@@ -30,6 +35,30 @@ from arctic_ref.suffix.drafting import budgets, path_draft, path_score, tree_dra
 from arctic_ref.suffix.integrity import find_violation
 from arctic_ref.suffix.node import Node, demote, index_of, promote
 from arctic_ref.suffix.validate import check_bool, check_float, check_id, check_int32, check_tokens
+
+
+def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``limit`` (≤ both lengths)."""
+    if limit <= 0 or a[-limit:] == b[-limit:]:
+        return max(limit, 0)
+    n = 0
+    while a[-1 - n] == b[-1 - n]:  # stops before `limit`: the slices differ
+        n += 1
+    return n
+
+
+def _at_end(node: Node) -> tuple[Node, int]:
+    """A match that ends where ``node`` ends, as ``_find`` gives it."""
+    return node, node.length
+
+
+def _catch_up(leaf: Node, end: int) -> None:
+    """Bring a stale leaf — an open suffix of count 1 of the sequence being extended — up to that
+    sequence's ``end``: it grew by every token since it was last touched (``SuffixTree.extend``)."""
+    grown = end - leaf.end
+    leaf.end = end
+    leaf.length += grown
+    leaf.depth += grown
 
 
 class SuffixTree:
@@ -64,6 +93,17 @@ class SuffixTree:
         depth_limit = self._max_depth
         root = self._root
         walkers = self._open[sid]
+        # Lazy leaves: the open suffixes of count 1 are leaves of this sequence alone, and lead
+        # `walkers` (count(x·s) <= count(s)). Each grows by every token; instead of stepping them,
+        # they are left behind ("stale") and caught up once — by `_catch_up` when a step reaches
+        # one, when one closes, and at the end of this call. `own` is how many lead the list.
+        own = 0
+        end = len(seq)
+        while own < len(walkers) and walkers[own].count == 1:
+            leaf = walkers[own]
+            leaf.ref = seq
+            leaf.end = end
+            own += 1
         step = self._step
         for token in new_tokens:
             seq.append(token)
@@ -71,40 +111,39 @@ class SuffixTree:
             if depth_limit == 0:
                 continue
             end = len(seq)
-            # walkers[k] is where seq[j:end-1] ends, longest first; step each by `token`.
-            stepped = []
-            for node in walkers:
-                # The two most common steps, inlined (the rest, and the reasons, are in _step).
-                if not node.order:
-                    if node.count == 1:  # our own leaf grows (node is never the root here)
-                        node.ref = seq
-                        node.end = end
-                        node.length += 1
-                        node.depth += 1
-                        stepped.append(node)
-                        continue
-                elif len(node.order) == 1:
+            # walkers[k] is where seq[j:end-1] ends, longest first; step each shared one by `token`.
+            for k in range(own, len(walkers)):
+                node = walkers[k]
+                if len(node.order) == 1:
+                    # The most common step, inlined (the rest, and the reasons, are in _step).
                     child = node.order[0]
-                    if (
-                        child.length > 1
-                        and node.count == child.count + 1
-                        and child.ref[child.end - child.length] == token
-                    ):
+                    ref = child.ref
+                    if ref is seq and child.count == 1 and child.depth != depth_limit:
+                        _catch_up(child, end)  # one of ours (a closed leaf has depth D)
+                    length = child.length
+                    start = child.end - length
+                    if length > 1 and node.count == child.count + 1 and ref[start] == token:
                         # Move the boundary down one token.
-                        child.length -= 1
-                        node.ref = child.ref
-                        node.end = child.end - child.length
+                        child.length = length - 1
+                        node.ref = ref
+                        node.end = start + 1
                         node.length += 1
                         node.depth += 1
-                        del node.children[token]
-                        node.children[child.ref[node.end]] = child
-                        stepped.append(node)
+                        children = node.children
+                        del children[token]
+                        children[ref[start + 1]] = child
                         continue
-                stepped.append(step(node, token, seq, end))
-            stepped.append(step(root, token, seq, end))
-            walkers = stepped
+                walkers[k] = step(node, token, seq, end)
+            walkers.append(step(root, token, seq, end))
+            while own < len(walkers) and walkers[own].count == 1:
+                own += 1  # new leaves: the longest shared suffixes that were new here
             if 0 < depth_limit <= len(walkers):
+                if own:
+                    _catch_up(walkers[0], end)
+                    own -= 1
                 del walkers[0]  # that suffix reached length D and is closed
+        for leaf in walkers[:own]:
+            _catch_up(leaf, end)
         self._open[sid] = walkers
 
     def _step(self, node: Node, token: int, seq: list[int], end: int) -> Node:
@@ -112,18 +151,13 @@ class SuffixTree:
         return the node where s·token ends."""
         child = node.children.get(token)
         if child is None:
-            if not node.order and node.count == 1 and node.parent is not None:
-                # Our own leaf: the new trie node would be its only child with equal count.
-                node.ref = seq
-                node.end = end
-                node.length += 1
-                node.depth += 1
-                return node
             leaf = Node(1, node, seq, end, 1, node.depth + 1)
             node.children[token] = leaf
             node.order.append(leaf)  # S1: a new child goes to the end
             self._num_nodes += 1
             return leaf
+        if child.count == 1 and child.ref is seq and child.depth != self._max_depth:
+            _catch_up(child, end)  # one of our stale leaves (a closed leaf has depth D)
         order = node.order
         old = child.count
         if len(order) == 1:
@@ -241,17 +275,35 @@ class SuffixTree:
         )
 
     def _speculate_checked(
-        self, ctx: list[int], spec_tokens: int, factor: float, offset: float, min_prob: float, tree_mode: bool
+        self,
+        ctx: list[int],
+        spec_tokens: int,
+        factor: float,
+        offset: float,
+        min_prob: float,
+        tree_mode: bool,
+        *,
+        tail_of: int | None = None,
     ) -> Draft:
-        """``speculate`` on validated arguments (floats already rounded to float32)."""
+        """``speculate`` on validated arguments (floats already rounded to float32).
+
+        ``tail_of`` names a live sequence the context is likely to end like (a request's own): the
+        suffixes the two share are found in its open-suffix list instead of by a walk from the root.
+        It is only a hint; the drafts are the same with or without it.
+        """
         size = len(ctx)
         if size < 2:
             return Draft()
         limits = budgets(factor, offset, spec_tokens, size - 1)
+        known: list[Node] = []
+        shared = 0
+        if tail_of is not None and tail_of in self._seqs:
+            known = self._open[tail_of]  # known[-m] is where the sequence's last m tokens end
+            shared = _common_suffix(ctx, self._seqs[tail_of], min(len(known), size - 1))
         if tree_mode:
             best = Draft()
             for match_len in range(1, size):
-                found = self._find(ctx, size - match_len)
+                found = self._find(ctx, size - match_len) if match_len > shared else _at_end(known[-match_len])
                 if found is None:
                     break
                 draft = tree_draft(found[0], found[1], limits[match_len], min_prob)
@@ -270,13 +322,18 @@ class SuffixTree:
                 break
             if limits[match_len] < best_score:
                 continue
-            found = self._find(ctx, size - match_len)
-            if found is None:
-                break
-            score = path_score(found[0], found[1], limits[match_len], min_prob)
+            if match_len > shared:
+                found = self._find(ctx, size - match_len)
+                if found is None:
+                    break
+                node, taken = found
+            else:
+                node = known[-match_len]
+                taken = node.length
+            score = path_score(node, taken, limits[match_len], min_prob)
             if score >= best_score:
                 best_score = score
-                winner = (found[0], found[1], match_len)
+                winner = (node, taken, match_len)
         if winner is None:
             return Draft()
         node, taken, match_len = winner

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from arctic_ref.suffix import SuffixInputError, SuffixTree
 from arctic_ref.suffix.drafting import budget
-from arctic_ref.suffix.validate import f32
+from arctic_ref.suffix.validate import check_float, check_int32, f32
 from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
 from arctic_ref.testing.suffix.strategies import DEPTHS, SpeculateArgs, bad_tokens, speculate_args, token_lists
 
@@ -153,6 +153,30 @@ def test_p7_drafts_are_well_formed(depth: int, operations: list[Op], context: li
         p = args.min_token_prob
         if p == p and d.probs[i] != 1.0:
             assert d.probs[i] >= f32(p)
+
+
+@given(st.sampled_from(DEPTHS), ops, token_lists(3, 4), st.integers(0, 40), speculate_args())
+def test_the_tail_hint_changes_no_draft(
+    depth: int, operations: list[Op], head: list[int], shared: int, args: SpeculateArgs
+) -> None:
+    """``_speculate_checked(tail_of=s)`` reads the open suffixes of ``s`` for the context suffixes the two
+    share (what the cache passes: the request's own sequence); the drafts must be those of a walk from
+    the root, for every live sequence named, one that is not live, and contexts sharing any tail length."""
+    tree = SuffixTree(depth)
+    live = apply(tree, operations)
+    validated = (
+        check_int32("max_spec_tokens", args.max_spec_tokens),
+        check_float("max_spec_factor", args.max_spec_factor),
+        check_float("max_spec_offset", args.max_spec_offset),
+        check_float("min_token_prob", args.min_token_prob),
+        args.use_tree_spec,
+    )
+    for seq_id in [*live, 99]:
+        tail = live.get(seq_id, [])
+        context = head + tail[max(len(tail) - shared, 0) :]
+        plain = tree.speculate(context, *args.positional())
+        assert tree._speculate_checked(context, *validated, tail_of=seq_id) == plain, (seq_id, context)
+    assert tree.check_integrity() == ""
 
 
 @given(st.sampled_from(DEPTHS), ops, st.lists(st.integers(0, 2), max_size=10), speculate_args())
