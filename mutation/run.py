@@ -3,6 +3,7 @@ tests that concern that package; a report of killed, survived, timed-out and equ
 
     python -m mutation.run --package suffix                  # every mutant (tox -e mutation)
     python -m mutation.run --package all --sample 10 --seed 0 --jobs 2 --report out.json
+    python -m mutation.run --package spec --rerun out.json      # the survivors again, after new tests
 
 How it runs: the parent imports torch, numpy, hypothesis and pytest once, then forks one child per
 mutant (never importing arctic_ref itself); the child puts a private copy of the package, with the
@@ -61,7 +62,8 @@ PACKAGES: Final[dict[str, Package]] = {
     "spec": Package(
         modules=tuple(f"arctic_ref/spec/{m}.py" for m in
                       ("rejection", "loop", "sampling", "noise", "metadata", "profile", "drafts")),
-        tests=("tests/test_value_types.py", "tests/spec/test_rejection.py", "tests/spec/test_metadata.py", "tests/spec/test_drafts.py",
+        tests=("tests/test_value_types.py", "tests/spec/test_rejection_rules.py", "tests/spec/test_rejection.py",
+               "tests/spec/test_metadata.py", "tests/spec/test_drafts.py",
                "tests/spec/test_kit.py::test_vectorised_with_injected_noise_is_clean"),
         left_out="rejection_triton and rejection_graph (CUDA-only paths: gpu_tests/)",
     ),
@@ -170,6 +172,16 @@ def clean_run_seconds(tests: tuple[str, ...]) -> float:
     return time.monotonic() - began
 
 
+def survivor_keys(report: Path) -> set[str]:
+    """The keys of the mutants that survived in a JSON report of an earlier run."""
+    keys = set()
+    for results in json.loads(report.read_text()).values():
+        for result in results:
+            if result["outcome"] == "survived":
+                keys.add(Mutant(**result["mutant"]).key)
+    return keys
+
+
 def score(results: list[Result]) -> float:
     counted = [r for r in results if r.outcome != "equivalent"]
     return sum(r.outcome in ("killed", "timeout") for r in counted) / max(len(counted), 1)
@@ -195,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, help="write the results as JSON here")
     parser.add_argument("--module", action="append", help="only these modules (repeatable; paths as in the report)")
     parser.add_argument("--limit", type=float, help="seconds per mutant (default: 3 × a clean run + 10, which is run first)")
+    parser.add_argument("--rerun", type=Path, help="only the mutants that survived in this earlier --report (after new tests)")
     args = parser.parse_args(argv)
     names = list(PACKAGES) if args.package == "all" else [args.package]
     everything: dict[str, list[Result]] = {}
@@ -202,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         package = PACKAGES[name]
         modules = [m for m in package.modules if not args.module or m in args.module]
         mutants = [m for module in modules for m in enumerate_mutants(module, (ROOT / module).read_text())]
+        if args.rerun:
+            mutants = [m for m in mutants if m.key in survivor_keys(args.rerun)]
         if args.sample:
             mutants = random.Random(f"{args.seed}:{name}").sample(mutants, min(args.sample, len(mutants)))
         limit = args.limit or 3 * clean_run_seconds(package.tests) + 10

@@ -118,6 +118,10 @@ def test_error_messages_name_index_and_value() -> None:
         tree.extend(0, [1, 2, 3, -(2**31)])
     with pytest.raises(SuffixInputError, match=r"seq_id = -2147483647 is reserved"):
         tree.extend(-(2**31) + 1, [1])
+    tree.extend(-(2**31) + 2, [-(2**31) + 2, 2**31 - 1])  # the smallest id that is not reserved, and the largest
+    assert tree.count([-(2**31) + 2, 2**31 - 1]) == 1 and tree.num_seqs() == 1
+    tree.remove(-(2**31) + 2)
+    assert tree.num_seqs() == 0
     with pytest.raises(SuffixInputError, match=r"max_depth = 2147483648 is outside int32"):
         SuffixTree(2**31)
     with pytest.raises(TypeError, match="use_tree_spec"):
