@@ -24,11 +24,13 @@ from arctic_ref.spec import (
     SamplingMetadata,
     SpecLengthError,
     compute_target_probs,
+    draw_noise,
+    parse_output,
     rejection_sample,
     rejection_sample_loop,
     rejection_sample_with_noise,
 )
-from arctic_ref.spec.sampling import apply_top_k, row_temperatures
+from arctic_ref.spec.sampling import apply_top_k, row_temperatures, sample_tokens
 
 VOCAB = 4
 
@@ -308,3 +310,53 @@ def test_rows_without_temperatures_use_one() -> None:
     meta = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
     temps = row_temperatures(meta, torch.tensor([0, 0, 1]), 2)
     assert temps.dtype == torch.float32 and temps.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("uniforms", "exponentials"), [((2, 1), (1, 3)), ((2,), (3,))], ids=["uniforms-2d", "exponentials-1d"]
+)
+def test_noise_of_the_wrong_rank_is_refused(
+    uniforms: tuple[int, ...], exponentials: tuple[int, ...], no_annotation_checks: None
+) -> None:
+    with pytest.raises(ValueError, match=r"uniforms must be \[T\] and exponentials \[B, V\]"):
+        RejectionNoise(uniforms=torch.full(uniforms, 0.5, dtype=torch.float64), exponentials=torch.ones(exponentials))
+
+
+def test_draw_noise_ignores_a_generator_keyed_past_the_batch() -> None:
+    """Keys outside [0, B) never reach a draw (``rejection_sample`` refuses them before drawing)."""
+    meta = SamplingMetadata(
+        temperature=torch.tensor([1.0]), all_greedy=False, all_random=True, generators={1: torch.Generator()}
+    )
+    outside = meta.generators[1].get_state()
+    noise = draw_noise([2], 3, meta)
+    assert noise is not None and noise.uniforms.shape == (2,) and noise.exponentials.shape == (1, 3)
+    assert torch.equal(meta.generators[1].get_state(), outside)
+
+
+def test_sample_tokens_greedy_and_seeded_race() -> None:
+    """τ = 0: the first maximum. τ > 0: argmax(softmax(x / τ) / E), E drawn from the request's generator."""
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.5], [0.2, -1.0, 0.7, 0.1]])
+    seeded = torch.Generator().manual_seed(5)
+    twin = torch.Generator().manual_seed(5)
+    tokens = sample_tokens(logits, [0.0, 0.7], [None, seeded])
+    race = torch.empty(4).exponential_(generator=twin)
+    expected = int(torch.argmax(torch.softmax(logits[1] / 0.7, dim=-1) / race))
+    assert tokens == [1, expected]
+    assert torch.equal(seeded.get_state(), twin.get_state())
+    with pytest.raises(ValueError):
+        sample_tokens(logits, [0.0], [None, None])
+
+
+def test_sample_tokens_race_depends_on_temperature_and_draws() -> None:
+    """Over seeds, a high temperature spreads the race and a low one concentrates it on the maximum."""
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    hot = [sample_tokens(logits, [5.0], [torch.Generator().manual_seed(s)])[0] for s in range(200)]
+    cold = [sample_tokens(logits, [0.05], [torch.Generator().manual_seed(s)])[0] for s in range(200)]
+    assert cold.count(0) == 200
+    assert len(set(hot)) == 4 and hot.count(0) < 120
+
+
+def test_parse_output_drops_ids_from_the_vocabulary_size_up() -> None:
+    """vLLM 0.9.x drops −1 and every id ≥ V (ids of padding vocab rows); V − 1 is kept."""
+    raw = torch.tensor([[9, 10, 11, -1], [0, 9, 10, 3]], dtype=torch.int32)
+    assert parse_output(raw, 10) == [[9], [0, 9, 3]]
