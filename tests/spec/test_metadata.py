@@ -54,3 +54,17 @@ def test_sampling_metadata_constructs_with_defaults() -> None:
         temperature=torch.tensor([1.0]), all_greedy=False, all_random=True, top_k=None, top_p=None, generators={}
     )
     assert meta.generators == {} and meta.is_greedy(1, torch.device("cpu")).tolist() == [False]
+
+
+def test_each_build_rule_alone_names_the_request_and_the_counts() -> None:
+    ids = torch.arange(10)
+    SpecDecodeMetadata.build([2, 2], [3, 6], ids)  # fits: 3 tokens each for 2 drafts + the verified token
+    with pytest.raises(ValueError, match=r"request 1: 1 scheduled tokens cannot carry 2 drafts"):
+        SpecDecodeMetadata.build([2, 2], [3, 4], ids)  # the second request alone is short
+    with pytest.raises(ValueError, match=r"request 0: 3 scheduled tokens cannot carry -1 drafts"):
+        SpecDecodeMetadata.build([-1, 2], [3, 6], ids)
+    with pytest.raises(ValueError, match=r"len\(cu_num_scheduled_tokens\)\(1\) != len\(num_draft_tokens\)\(2\)"):
+        SpecDecodeMetadata.build([2, 2], [3], ids)
+    with pytest.raises(ValueError, match=r"cu_num_scheduled_tokens ends at 12 but input_ids has 10"):
+        SpecDecodeMetadata.build([2, 2, 1], [3, 6, 12], ids)  # three requests: the end is the last entry
+    SpecDecodeMetadata.build([2, 2], [3, 10], ids)  # ending exactly at the last input id is fine

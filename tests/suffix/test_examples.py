@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, SuffixTree
+from arctic_ref.suffix.drafting import accumulate, path_draft, path_score
+from arctic_ref.suffix.node import Node
+from arctic_ref.suffix.validate import f32
 from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES
 from arctic_ref.testing.suffix.machines import SuffixIndex
 from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
@@ -241,3 +244,25 @@ def test_cache_defaults_are_upstreams(method: str) -> None:
         assert ours == {n: theirs[n].default for n in ours}
     cache = SuffixDecodingCache()
     assert (cache.max_tree_depth, cache.max_cached_requests) == (64, -1)
+
+
+def test_accumulate_adds_one_at_a_time_past_two_to_the_24() -> None:
+    """Above 2**24 float32 cannot hold every integer: 2**24 − 1 plus three ones is 2**24 (the second and
+    third additions round back to even), not 2**24 + 2 as an exact sum would give."""
+    assert accumulate(float(2**24 - 1), 1.0, 3) == float(2**24)
+    assert accumulate(float(2**24 - 4), 1.0, 3) == float(2**24 - 1)
+    assert accumulate(0.0, 0.1, 3) == f32(f32(f32(0.1) + f32(0.1)) + f32(0.1))
+
+
+def test_path_score_rounds_counts_past_two_to_the_24_as_float32_first() -> None:
+    """Counts ≥ 2**24 are rounded to float32 before the division, as upstream's C++ does: 3 / (2**24 + 1)
+    becomes 3 / 2**24. Hand-built nodes (no tree holds 16.7M occurrences in a unit test): the scoring
+    loop must agree with the draft builder, which always rounds first."""
+    seq = [5, 6, 7]
+    node = Node(2**24 + 1, None, seq, 1, 1, 1)
+    child = Node(3, node, seq, 2, 1, 2)
+    node.children[6] = child
+    node.order.append(child)
+    draft = path_draft(node, 1, 4, 0.0)
+    assert draft.probs == [f32(3 / 2**24)]
+    assert path_score(node, 1, 4, 0.0) == draft.score == f32(3 / 2**24)
