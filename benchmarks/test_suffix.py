@@ -6,8 +6,9 @@ a timing from a round whose drafts differ is void. Depth 64, 32 spec tokens, pat
 
     pytest benchmarks/test_suffix.py --benchmark-only -s
 
-Targets: speculate ≤ 10x and extend ≤ 15x upstream per call / per appended token; num_nodes ≤ 2 per
-live token at every request boundary. Peak memory is reported, not gated.
+Gates (a regression fails the run): speculate ≤ 10x and extend ≤ 15x upstream per call / per
+appended token; num_nodes ≤ 2 per live token at every request boundary. Issue 14's goals, ≤ 5x and
+≤ 8x, are printed beside the medians with "met" or "not met". Peak memory is reported, not gated.
 """
 
 import statistics
@@ -28,6 +29,8 @@ CONFIG = SimulationConfig(max_depth=64, max_spec_tokens=32)
 ROUNDS = 3
 SPECULATE_TARGET = 10.0
 EXTEND_TARGET = 15.0
+SPECULATE_GOAL = 5.0  # issue 14
+EXTEND_GOAL = 8.0  # issue 14
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +98,9 @@ def test_ratios_against_upstream(benchmark: Any, trace: list[TraceRequest]) -> N
     print(
         "\n" + "\n".join(f"{k:>38}: {v:.3f}" if isinstance(v, float) else f"{k:>38}: {v}" for k, v in figures.items())
     )
+    for name, value, goal in (("speculate", figures["speculate_ratio_median"], SPECULATE_GOAL),
+                              ("update per token", figures["extend_ratio_median"], EXTEND_GOAL)):  # fmt: skip
+        print(f"{name} ratio to upstream: {value:.2f}x, goal <= {goal:.0f}x: {'met' if value <= goal else 'not met'}")
     assert figures["speculate_ratio_median"] <= SPECULATE_TARGET
     assert figures["extend_ratio_median"] <= EXTEND_TARGET
     assert worst_nodes_per_token <= 2.0

@@ -57,6 +57,9 @@ def _check_structure(root: Node, seqs: dict[int, list[int]], max_depth: int, num
     live_tokens = root.count
     if num_nodes > 2 * live_tokens:
         return f"C5: {num_nodes} nodes exceed 2 x {live_tokens} live tokens"
+    for node, string in nodes:  # first, so that reading a node's tokens below cannot fail
+        if len(string) != node.depth or node.end > len(node.ref):
+            return f"C5: node at depth {node.depth} references {node.end - node.depth}:{node.end} of a list of {len(node.ref)}"
     for node, string in [(root, ()), *nodes]:
         counts = [child.count for child in node.order]
         if counts != sorted(counts, reverse=True):
@@ -72,8 +75,6 @@ def _check_structure(root: Node, seqs: dict[int, list[int]], max_depth: int, num
         assert node.parent is not None
         if node.length < 1 or node.depth != node.parent.depth + node.length:
             return f"C5: node {list(string)} has length {node.length}, depth {node.depth}, parent depth {node.parent.depth}"
-        if len(string) != node.depth or node.end > len(node.ref):
-            return f"C5: node at depth {node.depth} references {node.end - node.depth}:{node.end} of a list of {len(node.ref)}"
         if 0 <= max_depth < node.depth:
             return f"C2: node {list(string)} is deeper than max_depth {max_depth}"
         if len(node.order) == 1 and node.order[0].count == node.count:

@@ -266,3 +266,15 @@ def test_path_score_rounds_counts_past_two_to_the_24_as_float32_first() -> None:
     draft = path_draft(node, 1, 4, 0.0)
     assert draft.probs == [f32(3 / 2**24)]
     assert path_score(node, 1, 4, 0.0) == draft.score == f32(3 / 2**24)
+
+
+def test_a_min_token_prob_of_one_still_drafts_certain_tokens() -> None:
+    """min_token_prob = 1 keeps every token of probability 1. D = 4 and factor 4: the match [3] can go
+    three tokens deep (score 3), the longer match [2, 3] only two, so the shorter match wins."""
+    tree = SuffixTree(4)
+    tree.extend(0, [1, 2, 3, 4, 5, 6])
+    draft = tree.speculate([1, 2, 3], 8, 4.0, 0.0, 1.0, False)
+    assert (draft.token_ids, draft.probs, draft.score, draft.match_len) == ([4, 5, 6], [1.0, 1.0, 1.0], 3.0, 1)
+    oracle = NaiveSuffixIndex(4)
+    oracle.extend(0, [1, 2, 3, 4, 5, 6])
+    assert oracle.speculate([1, 2, 3], 8, 4.0, 0.0, 1.0, False) == draft

@@ -1,0 +1,133 @@
+"""``check_integrity`` can fail: each invariant of suffix-decoding.md §6.1, broken on its own in a valid
+tree, is reported with its name and numbers (the state machines only ever see it return "")."""
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from arctic_ref.suffix import SuffixTree
+from arctic_ref.suffix.node import Node
+
+Corruption = Callable[[SuffixTree], None]
+
+
+def valid_tree() -> SuffixTree:
+    """D = 4 over 1 2 1 3. Nodes: [1] (count 2) with leaves [1 2 1 3] and [1 3]; leaves [2 1 3] and [3]."""
+    tree = SuffixTree(4)
+    tree.extend(0, [1, 2, 1, 3])
+    assert tree.check_integrity() == "" and tree.num_nodes() == 5
+    return tree
+
+
+def _root(tree: SuffixTree) -> Node:
+    return tree._root
+
+
+def _child(node: Node, token: int) -> Node:
+    return node.children[token]
+
+
+def _set_count(token: int, count: int) -> Corruption:
+    def corrupt(tree: SuffixTree) -> None:
+        _child(_root(tree), token).count = count
+
+    return corrupt
+
+
+def _rekey(tree: SuffixTree) -> None:
+    children = _root(tree).children
+    children[7] = children.pop(3)
+
+
+def _unlink(tree: SuffixTree) -> None:
+    _child(_root(tree), 3).parent = _child(_root(tree), 1)
+
+
+def _deepen(tree: SuffixTree) -> None:
+    _child(_root(tree), 3).depth = 2
+
+
+def _lower_max_depth(tree: SuffixTree) -> None:
+    tree._max_depth = 2
+
+
+def _drop_leaf(tree: SuffixTree) -> None:
+    root = _root(tree)
+    leaf = root.children.pop(3)
+    root.order.remove(leaf)
+    tree._num_nodes -= 1
+
+
+def _split_unmerged(tree: SuffixTree) -> None:
+    """Cut the leaf [2 1 3] after its first token: a node [2] with one child of its own count."""
+    root = _root(tree)
+    leaf = root.children[2]
+    head = Node(leaf.count, root, leaf.ref, leaf.end - leaf.length + 1, 1, 1)
+    leaf.length -= 1
+    leaf.parent = head
+    head.children[1] = leaf
+    head.order.append(leaf)
+    root.children[2] = head
+    root.order[root.order.index(leaf)] = head
+    tree._num_nodes += 1
+
+
+def _past_its_list(tree: SuffixTree) -> None:
+    _child(_root(tree), 3).end = 10
+
+
+def _drop_open_suffix(tree: SuffixTree) -> None:
+    tree._open[0] = tree._open[0][1:]
+
+
+def _swap_open_suffixes(tree: SuffixTree) -> None:
+    walkers = tree._open[0]
+    walkers[0], walkers[1] = walkers[1], walkers[0]
+
+
+def _stray_open_list(tree: SuffixTree) -> None:
+    tree._open[5] = []
+
+
+def _empty_sequence(tree: SuffixTree) -> None:
+    tree._seqs[9] = []
+    tree._open[9] = []
+
+
+def _more_root_tokens(tree: SuffixTree) -> None:
+    _root(tree).count += 1
+
+
+def _more_nodes_counted(tree: SuffixTree) -> None:
+    tree._num_nodes += 1
+
+
+CORRUPTIONS: dict[str, tuple[Corruption, str]] = {
+    "root-count": (_more_root_tokens, r"^C1: count\(root\) = 5 but the live sequences hold 4 tokens$"),
+    "empty-sequence": (_empty_sequence, r"^C1: live sequence 9 is empty$"),
+    "num-nodes": (_more_nodes_counted, r"^C5: num_nodes\(\) = 6 but the tree has 5 non-root nodes$"),
+    "order": (_set_count(3, 2), r"^C4: children of \[\] have counts \[2, 1, 2\], not non-increasing$"),
+    "lookup": (_rekey, r"^C4: children of \[\]: order \[1, 2, 3\] disagrees with lookup \[1, 2, 7\]$"),
+    "parent": (_unlink, r"^C4: child 3 of \[\] does not link back$"),
+    "depth": (_deepen, r"^C5: node \[1, 3\] has length 1, depth 2, parent depth 0$"),
+    "past-its-list": (_past_its_list, r"^C5: node at depth 1 references 9:10 of a list of 4$"),
+    "max-depth": (_lower_max_depth, r"^C2: node \[[0-9, ]+\] is deeper than max_depth 2$"),
+    "unmerged": (_split_unmerged, r"^C5: node \[2\] \(count 1\) has one child of equal count: not merged$"),
+    "count": (_set_count(1, 3), r"^C2: count\(\[1\]\) = 3 but it occurs 2 times$"),
+    "missing": (_drop_leaf, r"^C2: substring \[3\] occurs 1 times but is not a node$"),
+    "open-count": (_drop_open_suffix, r"^C6: sequence 0 of length 4 has 2 open suffixes, expected 3$"),
+    "open-order": (_swap_open_suffixes, r"^C6: open suffix of length 3 of sequence 0 does not end at its node$"),
+    "open-lists": (_stray_open_list, r"^C6: open-suffix lists for \[0, 5\] but live sequences \[0\]$"),
+}
+
+
+@pytest.mark.parametrize("name", CORRUPTIONS)
+def test_each_broken_invariant_is_named(name: str) -> None:
+    corrupt, message = CORRUPTIONS[name]
+    tree = valid_tree()
+    corrupt(tree)
+    problem = tree.check_integrity()
+    assert problem, f"{name}: the corruption went unnoticed"
+    assert re.match(message, problem), problem
+    assert tree.check_integrity() == problem  # read-only: the same answer twice
