@@ -2,6 +2,7 @@
 upstream's C++ tree where the example is within upstream's contract."""
 
 import inspect
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -278,3 +279,24 @@ def test_a_min_token_prob_of_one_still_drafts_certain_tokens() -> None:
     oracle = NaiveSuffixIndex(4)
     oracle.extend(0, [1, 2, 3, 4, 5, 6])
     assert oracle.speculate([1, 2, 3], 8, 4.0, 0.0, 1.0, False) == draft
+
+
+def test_estimate_memory_counts_every_part_once() -> None:
+    """The tree object, its two maps and open-suffix lists, every node with its two containers, and every
+    token list a node or a live sequence refers to, each list once."""
+    tree = SuffixTree(8)
+    tree.extend(0, [1, 2, 3, 1, 2, 4])
+    tree.extend(1, [1, 2, 3, 5])
+    tree.remove(0)
+    expected = sys.getsizeof(tree) + sys.getsizeof(tree._seqs) + sys.getsizeof(tree._open)
+    expected += sum(sys.getsizeof(walkers) for walkers in tree._open.values())
+    lists: dict[int, list[int]] = {id(seq): seq for seq in tree._seqs.values()}
+    stack = [tree._root]
+    while stack:
+        node = stack.pop()
+        expected += sys.getsizeof(node) + sys.getsizeof(node.children) + sys.getsizeof(node.order)
+        lists[id(node.ref)] = node.ref
+        stack.extend(node.order)
+    expected += sum(sys.getsizeof(tokens) + sum(sys.getsizeof(t) for t in tokens) for tokens in lists.values())
+    assert len(lists) >= 2  # at least sequence 1's list and the root's empty one
+    assert tree.estimate_memory() == expected
