@@ -162,20 +162,11 @@ class SuffixTree:
         old = child.count
         if len(order) == 1:
             if node.count == old + 1 and node.parent is not None:
-                # After the increment `node` is interior: the two merge.
-                if child.length == 1:
-                    child.count = old + 1
-                    self._absorb_parent(child)
-                    return child
-                # Move the boundary down one token: `node` takes the child's first token.
-                child.length -= 1
-                node.ref = child.ref
-                node.end = child.end - child.length
-                node.length += 1
-                node.depth += 1
-                del node.children[token]
-                node.children[child.ref[node.end]] = child
-                return node
+                # After the increment `node` is interior. `extend` moves the boundary down itself when
+                # the child is longer, so here the child is one token long: the two merge.
+                child.count = old + 1
+                self._absorb_parent(child)
+                return child
             i = 0
         else:
             i = index_of(order, child)

@@ -189,6 +189,17 @@ class TestCache:
         assert cache._req_to_seq_id == {"x": 2**31 - 1, "y": 0}
         assert list(cache.cached_requests) == ["x", "y"]
 
+    def test_seq_id_wrap_skips_an_id_held_by_an_active_request(self) -> None:
+        """§4.3: ids of active requests are never reused; the next free id is taken instead."""
+        cache = SuffixDecodingCache(8)
+        cache.start_request("active", [1])  # id 0, stays active
+        cache._next_seq_id = 2**31 - 1
+        cache.start_request("x", [1])
+        cache.start_request("y", [1])
+        assert cache._req_to_seq_id == {"active": 0, "x": 2**31 - 1, "y": 1}
+        cache.add_active_response("active", [5, 6])
+        assert cache._global_tree.count([5, 6]) == 1
+
     @pytest.mark.parametrize(
         ("array", "message"),
         [
