@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         modules = [m for m in package.modules if not args.module or m in args.module]
         mutants = [m for module in modules for m in enumerate_mutants(module, (ROOT / module).read_text())]
         if args.rerun:
-            mutants = [m for m in mutants if m.key in survivor_keys(args.rerun)]
+            survivors = survivor_keys(args.rerun)
+            mutants = [m for m in mutants if m.key in survivors]
         if args.sample:
             mutants = random.Random(f"{args.seed}:{name}").sample(mutants, min(args.sample, len(mutants)))
         limit = args.limit or 3 * clean_run_seconds(package.tests) + 10
