@@ -47,11 +47,6 @@ def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
     return n
 
 
-def _at_end(node: Node) -> tuple[Node, int]:
-    """A match that ends where ``node`` ends, as ``_find`` gives it."""
-    return node, node.length
-
-
 def _catch_up(leaf: Node, end: int) -> None:
     """Bring a stale leaf — an open suffix of count 1 of the sequence being extended — up to that
     sequence's ``end``: it grew by every token since it was last touched (``SuffixTree.extend``)."""
@@ -294,7 +289,7 @@ class SuffixTree:
         if tree_mode:
             best = Draft()
             for match_len in range(1, size):
-                found = self._find(ctx, size - match_len) if match_len > shared else _at_end(known[-match_len])
+                found = self._match(ctx, match_len, known, shared)
                 if found is None:
                     break
                 draft = tree_draft(found[0], found[1], limits[match_len], min_prob)
@@ -313,14 +308,10 @@ class SuffixTree:
                 break
             if limits[match_len] < best_score:
                 continue
-            if match_len > shared:
-                found = self._find(ctx, size - match_len)
-                if found is None:
-                    break
-                node, taken = found
-            else:
-                node = known[-match_len]
-                taken = node.length
+            found = self._match(ctx, match_len, known, shared)
+            if found is None:
+                break
+            node, taken = found
             score = path_score(node, taken, limits[match_len], min_prob)
             if score >= best_score:
                 best_score = score
@@ -331,6 +322,14 @@ class SuffixTree:
         best = path_draft(node, taken, limits[match_len], min_prob)
         best.match_len = match_len
         return best
+
+    def _match(self, ctx: list[int], match_len: int, known: list[Node], shared: int) -> tuple[Node, int] | None:
+        """Where ``ctx``'s last ``match_len`` tokens end, as ``_find`` gives it: read from the hinted
+        sequence's open suffixes ``known`` when the context shares that many tokens with it, else walked."""
+        if match_len <= shared:
+            node = known[-match_len]
+            return node, node.length
+        return self._find(ctx, len(ctx) - match_len)
 
     def _find(self, ctx: list[int], start: int) -> tuple[Node, int] | None:
         """Where ``ctx[start:]`` ends: (node, tokens of it consumed), or None if it is not a node."""
