@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, SuffixTree
+from arctic_ref.suffix.cache import SuffixDecodingDraft
 from arctic_ref.suffix.drafting import accumulate, path_draft, path_score
 from arctic_ref.suffix.node import Node
 from arctic_ref.suffix.validate import f32
@@ -311,3 +312,10 @@ def test_estimate_memory_counts_every_part_once() -> None:
     expected += sum(sys.getsizeof(tokens) + sum(sys.getsizeof(t) for t in tokens) for tokens in lists.values())
     assert len(lists) >= 2  # at least sequence 1's list and the root's empty one
     assert tree.estimate_memory() == expected
+
+
+def test_an_empty_draft_is_empty_in_every_field() -> None:
+    """A draft built with no arguments, ours or native, says "no match": no tokens, score 0, match 0."""
+    empty = SuffixDecodingDraft()
+    assert (empty.token_ids, empty.parents, empty.probs, empty.score, empty.match_len) == ([], [], [], 0.0, 0)
+    assert SuffixDecodingDraft.from_native(Draft()) == empty
