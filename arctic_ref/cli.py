@@ -15,7 +15,14 @@ from typing import Any
 from arctic_ref.model.config import DTYPES
 from arctic_ref.parallel.launch import RankFailed
 from arctic_ref.runner.engine import KERNELS
-from arctic_ref.runner.generate import SPECS, GenerateJob, format_results, generate, read_prompts
+from arctic_ref.runner.generate import (
+    DEFAULT_NUM_SPEC_TOKENS,
+    SPECS,
+    GenerateJob,
+    format_results,
+    generate,
+    read_prompts,
+)
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
@@ -255,7 +262,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--sp", type=int, default=1)
     gen.add_argument("--shift-threshold", type=int, default=None, help="enable shift parallelism (needs --sp > 1)")
     gen.add_argument("--spec", choices=SPECS, default="none")
-    gen.add_argument("--num-spec-tokens", type=int, default=None)
+    gen.add_argument("--num-spec-tokens", type=int, default=None,
+                     help="the most drafts per step; default per --spec: "
+                          + ", ".join(f"{m} {k}" for m, k in DEFAULT_NUM_SPEC_TOKENS.items()))  # fmt: skip
     gen.add_argument("--prompts", type=Path, help='JSON lines, each {"prompt_token_ids": [...]}')
     gen.add_argument("--max-tokens", type=int, default=32)
     gen.add_argument("--ignore-eos", action="store_true", help="the checkpoint's eos_token_id does not stop")

@@ -116,3 +116,36 @@ def test_fused_degenerate_residual_falls_back_to_p(with_probs: bool, tau: float)
     fast = rejection_sample_with_noise(*args, noise)
     slow = rejection_sample_loop(*args, noise)
     assert torch.equal(fast.cpu(), slow.cpu())
+
+
+@pytest.mark.parametrize("with_probs", [False, True], ids=["one-hot", "probs"])
+@pytest.mark.parametrize("seed", range(4))
+def test_fused_path_under_the_v2_and_v6_conditions(with_probs: bool, seed: int) -> None:
+    """bugs.md V-6 and V-2 on the fused path. V-6: the vocabulary's tail chunk holds 100 ids, all of
+    zero target probability, so its residual is zero while other chunks' is not; every recovered id
+    stays in the vocabulary and equals the loop reference. V-2: over 20 launches the call writes none
+    of its inputs (bitwise), and it equals the loop reference, whose residual zeroes the draft in a
+    copy (so it never recovers the rejected draft: the kit's E3, and its mutant
+    ``draft_not_zeroed_in_residual``, on CPU)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    reqs, vocab, drafts = 32, 3 * 8192 + 100, 4
+    total = reqs * drafts
+    draft_ids = torch.randint(0, vocab - 100, (total,), device="cuda", generator=g)
+    logits = torch.randn(total, vocab, device="cuda", generator=g) * 3
+    logits[:, vocab - 100 :] = float("-inf")
+    probs = torch.softmax(torch.randn(total, vocab, device="cuda", generator=g), dim=1) if with_probs else None
+    meta = SamplingMetadata(temperature=torch.full((reqs,), 0.7, device="cuda"), all_greedy=False, all_random=True)
+    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, probs, logits,
+            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    for _ in range(20):
+        noise = RejectionNoise(
+            uniforms=torch.rand(total, dtype=torch.float64, device="cuda", generator=g),
+            exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g),
+        )
+        fast = rejection_sample_with_noise(*args, noise)
+        assert torch.equal(fast.cpu(), rejection_sample_loop(*args, noise).cpu())
+        assert int(fast.max()) < vocab - 100
+    for a, b in zip(args, before, strict=True):
+        if isinstance(a, torch.Tensor):
+            assert torch.equal(a, b)

@@ -2,13 +2,18 @@
 (suffix-decoding.md §8)."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from arctic_ref.cli import main
+from arctic_ref.model.config import tiny_config
 from arctic_ref.parallel.launch import RankInfo
-from arctic_ref.runner.generate import GenerateJob, generate_on_rank
+from arctic_ref.runner.drafters import HiddenStateDrafter
+from arctic_ref.runner.generate import GenerateJob, NumSpecDefaults, SpecMethod, generate_on_rank
+from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.suffix.trace_file import read_trace, write_trace
 from arctic_ref.suffix.workload import code_edit_trace
 from arctic_ref.testing.check import BATTERY_IDS, all_batteries
@@ -154,7 +159,10 @@ def test_generate_sampled_is_reproducible(capsys: pytest.CaptureFixture[str]) ->
         (["--tp", "2", "--sp", "3"], "num_attention_heads(8) is not divisible by tp(2) * sp(3) = 6"),
         (["--tp", "0"], "--tp(0) and --sp(1) must be >= 1"),
         (["--shift-threshold", "4"], "--shift-threshold(4) must be >= 0 and needs --sp > 1 (got --sp 1)"),
-        (["--sp", "2", "--shift-threshold", "-1"], "--shift-threshold(-1) must be >= 0 and needs --sp > 1 (got --sp 2)"),
+        (
+            ["--sp", "2", "--shift-threshold", "-1"],
+            "--shift-threshold(-1) must be >= 0 and needs --sp > 1 (got --sp 2)",
+        ),
         (["--spec", "arctic", "--num-spec-tokens", "4"], "--num-spec-tokens(4) > the speculator's n_predict(3)"),
         (["--spec", "suffix", "--num-spec-tokens", "33"], "--num-spec-tokens(33) must be in [1, 32]"),
         (["--kernels", "triton"], "kernels('triton') needs a CUDA device and Triton: device('cpu')"),
@@ -282,3 +290,45 @@ def test_check_progress_counts_the_ids_of_only_and_the_table_names_them(capsys: 
     assert "[3/3] cudagraph: PASS" in captured.err and "[4/" not in captured.err
     assert "3 batteries, 3 rows: 3 passed or skipped, 0 failed" in captured.out
     assert [line.split()[0] for line in captured.out.splitlines()[2:5]] == ["layout", "heads", "cudagraph"]
+
+
+DOCUMENTED_NUM_SPEC_TOKENS: dict[SpecMethod, int] = {"suffix": 32, "ngram": 3, "arctic": 3}
+"""runner.md §2.2 (suffix: ``suffix_max_spec_tokens``, default 32), §2.3 (n-gram: 3) and §2.4 (the
+Arctic speculator: its n_predict, 3)."""
+
+
+def default_draft_length(job: GenerateJob) -> int:
+    """The longest draft ``job``'s drafter makes with ``--num-spec-tokens`` left out, measured on a
+    period-2 history of 200 tokens (every drafter drafts its full budget there)."""
+    model = tiny_config()
+    drafter = job.drafter(model, 1024, torch.device("cpu"))
+    tokens = [1, 2] * 100
+    row = DraftRow(req_id="r", token_ids=tokens, num_prompt_tokens=199, sampled=tokens[-1:])
+    if isinstance(drafter, HiddenStateDrafter):
+        return len(drafter.propose_with_hidden([row], torch.zeros(1, model.hidden_size, dtype=torch.float64), [0])[0])
+    return len(drafter.propose([row])[0])
+
+
+def undocumented_defaults(job_for: Callable[[SpecMethod], GenerateJob]) -> list[str]:
+    """Each method whose measured default draft length is not the documented one (bugs.md V-16)."""
+    return [
+        f"--spec {method}: drafts {length} tokens by default, the documentation says {documented}"
+        for method, documented in DOCUMENTED_NUM_SPEC_TOKENS.items()
+        if (length := default_draft_length(job_for(method))) != documented
+    ]
+
+
+def test_num_spec_tokens_defaults_are_the_documented_ones_and_the_v16_replay_is_caught(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bugs.md V-16: ``--num-spec-tokens``'s default per ``--spec`` is what runner.md documents and
+    ``--help`` prints, measured by the drafts it makes; a build whose suffix default disagrees (24,
+    an injected ``NumSpecDefaults``) is named."""
+    assert undocumented_defaults(lambda method: GenerateJob(spec=method)) == []
+    replay = NumSpecDefaults(suffix=24)
+    assert undocumented_defaults(lambda method: GenerateJob(spec=method, spec_defaults=replay)) == [
+        "--spec suffix: drafts 24 tokens by default, the documentation says 32"
+    ]
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    assert "default per --spec: suffix 32, ngram 3, arctic 3" in " ".join(capsys.readouterr().out.split())

@@ -26,6 +26,7 @@ from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.requests import FinishReason, RequestState, SamplingParams
 from arctic_ref.runner.runner import ReferenceRunner, RunnerOutput
 from arctic_ref.runner.scheduler import SchedulerConfig, SimpleScheduler
+from arctic_ref.runner.stages import INTENDED_STAGES, RunnerStages
 from arctic_ref.types import ReqId
 
 Kernel = Literal["reference", "packed", "triton"]
@@ -114,8 +115,10 @@ def build_runner(
     groups: RankGroups,
     drafter: Drafter | HiddenStateDrafter | None = None,
     exchange: Exchange = ULYSSES,
+    stages: RunnerStages = INTENDED_STAGES,
 ) -> ReferenceRunner:
-    """Base model shard (t, T); shift model shard (t·S + s, P) when shift is enabled; one cache."""
+    """Base model shard (t, T); shift model shard (t·S + s, P) when shift is enabled; one cache.
+    ``stages`` swaps a plumbing stage for a bug replay (``RunnerStages``)."""
     layout, cfg = config.layout, config.model
     device = torch.device(config.device)
     cast = {k: v.to(device=device, dtype=config.dtype) for k, v in full.items()}
@@ -146,6 +149,7 @@ def build_runner(
         graph_context=sched.max_model_len,
         forward_fn=forward_for(config.kernels),
         exchange=exchange,
+        stages=stages,
     )
 
 

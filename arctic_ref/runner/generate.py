@@ -5,7 +5,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Final, Literal, get_args
 
 import torch
 
@@ -36,6 +36,26 @@ SPECS: tuple[SpecMethod, ...] = get_args(SpecMethod)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NumSpecDefaults:
+    """``--num-spec-tokens`` when not given, per ``--spec``."""
+
+    suffix: int = MAX_SPEC_LEN
+    ngram: int = 3
+    arctic: int = 3
+
+    def items(self) -> list[tuple[SpecMethod, int]]:
+        return [("suffix", self.suffix), ("ngram", self.ngram), ("arctic", self.arctic)]
+
+    def of(self, spec: SpecMethod) -> int:
+        return dict(self.items()).get(spec, 0)
+
+
+DEFAULT_NUM_SPEC_TOKENS: Final = NumSpecDefaults()
+"""The defaults as runner.md §2.2–§2.4 document them (and ``--help`` prints them): suffix 32, n-gram
+3, the Arctic speculator its n_predict, 3."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GenerateJob:
     model: str = "tiny"  # "tiny" or a checkpoint directory
     seed: int = 0
@@ -54,6 +74,9 @@ class GenerateJob:
     stop_token_ids: tuple[int, ...] = ()
     kernels: Kernel = "reference"
     cuda_graphs: bool = False  # needs --device cuda
+    spec_defaults: NumSpecDefaults = DEFAULT_NUM_SPEC_TOKENS
+    """The defaults ``drafter`` uses (never set by the command line; a replay of bugs.md V-16
+    injects a table that disagrees with the documented one)."""
 
     def model_config(self) -> ModelConfig:
         return tiny_config() if self.model == "tiny" else ModelConfig.load(Path(self.model))
@@ -73,7 +96,9 @@ class GenerateJob:
         if self.tp < 1 or self.sp < 1:
             raise ValueError(f"--tp({self.tp}) and --sp({self.sp}) must be >= 1")
         if self.shift_threshold is not None and (self.shift_threshold < 0 or self.sp == 1):
-            raise ValueError(f"--shift-threshold({self.shift_threshold}) must be >= 0 and needs --sp > 1 (got --sp {self.sp})")
+            raise ValueError(
+                f"--shift-threshold({self.shift_threshold}) must be >= 0 and needs --sp > 1 (got --sp {self.sp})"
+            )
         config = self.model_config()
         layout = ParallelLayout(self.tp * self.sp, self.tp, self.sp)
         if self.device == "cuda" and layout.world_size > torch.cuda.device_count():
@@ -101,16 +126,18 @@ class GenerateJob:
 
     def drafter(self, model: ModelConfig, max_model_len: int, device: torch.device) -> Drafter | HiddenStateDrafter:
         """none; suffix (max draft ``--num-spec-tokens``, default 32); ngram (k default 3, lookup
-        5..5); arctic (the MLP speculator alone, random weights from seed + 1, k default n_predict)."""
+        5..5); arctic (the MLP speculator alone, random weights from seed + 1, k default n_predict).
+        The defaults come from ``spec_defaults``."""
+        k = self.num_spec_tokens or self.spec_defaults.of(self.spec)
         if self.spec == "arctic":
             speculator = speculator_for(
                 model.hidden_size, model.vocab_size, "mlp", self.seed + 1, DTYPES[self.dtype], device
             )
-            return SpeculatorDrafter(arctic_config(max_model_len, num_speculative_tokens=self.num_spec_tokens or 3), speculator)
+            return SpeculatorDrafter(arctic_config(max_model_len, num_speculative_tokens=k), speculator)
         if self.spec == "suffix":
-            return SuffixDrafter.build(max_model_len, self.num_spec_tokens or MAX_SPEC_LEN)
+            return SuffixDrafter.build(max_model_len, k)
         if self.spec == "ngram":
-            return NgramDrafter(max_model_len, num_spec_tokens=self.num_spec_tokens or 3)
+            return NgramDrafter(max_model_len, num_spec_tokens=k)
         return NoDrafter()
 
     def prompt_ids(self, config: ModelConfig) -> list[list[int]]:

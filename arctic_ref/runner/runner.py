@@ -22,6 +22,7 @@ from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, NoDrafter
 from arctic_ref.runner.graphs import CapturedForward
 from arctic_ref.runner.persistent_inputs import PersistentInputs
 from arctic_ref.runner.requests import SamplingParams, SchedulerOutput
+from arctic_ref.runner.stages import INTENDED_STAGES, RunnerStages
 from arctic_ref.runner.trace_forcing import LogitsProcessor
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
@@ -96,6 +97,7 @@ class ReferenceRunner:
     captured: dict[tuple[StepMode, int], CapturedForward] = field(default_factory=dict)
     sampler: RejectionSampler = field(default_factory=RejectionSampler)  # rejection_sample, graph-replayed on CUDA
     verify_inputs: PersistentInputs = field(default_factory=PersistentInputs)  # the sampler's inputs, step to step
+    stages: RunnerStages = INTENDED_STAGES  # plumbing stages a bug replay may swap (V-11, V-14)
 
     @property
     def model_config(self) -> ModelConfig:
@@ -126,7 +128,8 @@ class ReferenceRunner:
             rows = tuple(tuple(range(bounds[i], bounds[i + 1])) for i in range(len(sched.scheduled)))
         self.append_sampled(sched, valid)
         num_drafts = [len(item.spec_token_ids) for item in sched.scheduled]
-        drafts = self.propose(sched, valid, sample_hidden, num_drafts)
+        discarded = self.discarded_samples(logits, inputs)
+        drafts = self.propose(sched, valid, discarded, sample_hidden, num_drafts)
         return RunnerOutput(
             req_ids=tuple(r.req_id for r in sched.scheduled),
             sampled_token_ids=tuple(tuple(v) for v in valid),
@@ -174,7 +177,7 @@ class ReferenceRunner:
                     prompt=item.new_prompt, output=[], sampling=item.sampling, generator=generator
                 )
             req = self.batch[item.req_id]
-            tokens = [*req.tokens, *item.spec_token_ids]
+            tokens = self.stages.row_tokens(req.tokens, item.spec_token_ids)
             c, m = item.num_computed_tokens, item.num_scheduled_tokens
             if c + m > len(tokens):
                 raise ValueError(f"{item.req_id}: c({c}) + m({m}) > {len(tokens)} known tokens")
@@ -250,15 +253,36 @@ class ReferenceRunner:
             valid[i] = tokens
         return valid
 
+    def discarded_samples(self, logits: Tensor, inputs: StepInputs) -> list[list[int]]:
+        """Per row: a partial prefill's own sample, which vLLM draws and then discards; here drawn
+        greedily (no generator advances) from its logits row and offered to the drafter's rows as
+        ``DraftRow.discarded``, which no intended rule reads. [] for the other rows."""
+        partial = [i for i, p in enumerate(inputs.partial_prefill) if p]
+        out: list[list[int]] = [[] for _ in inputs.partial_prefill]
+        if not partial:
+            return out
+        rows = partial if inputs.spec is None else [int(inputs.spec.bonus_logits_indices[i]) for i in partial]
+        tokens = sample_tokens(logits[rows].to(torch.float32), [0.0] * len(rows), [None] * len(rows))
+        for i, token in zip(partial, tokens, strict=True):
+            out[i] = [token]
+        return out
+
     def propose(
-        self, sched: SchedulerOutput, valid: list[list[int]], sample_hidden: Tensor, num_drafts: list[int]
+        self,
+        sched: SchedulerOutput,
+        valid: list[list[int]],
+        discarded: list[list[int]],
+        sample_hidden: Tensor,
+        num_drafts: list[int],
     ) -> list[list[int]]:
         """Stages 8–9: the drafter sees every scheduled row with its tokens after this step (and,
-        if it reads them, the hidden states at this step's logits indices)."""
+        if it reads them, the hidden states at this step's logits indices); a row's sample is
+        ``stages.drafter_sample`` of its valid tokens."""
         rows = [
             DraftRow(req_id=item.req_id, token_ids=self.batch[item.req_id].tokens,
-                     num_prompt_tokens=len(self.batch[item.req_id].prompt), sampled=tokens)
-            for item, tokens in zip(sched.scheduled, valid, strict=True)
+                     num_prompt_tokens=len(self.batch[item.req_id].prompt),
+                     sampled=self.stages.drafter_sample(tokens, thrown), discarded=thrown)
+            for item, tokens, thrown in zip(sched.scheduled, valid, discarded, strict=True)
         ]  # fmt: skip
         if isinstance(self.drafter, HiddenStateDrafter):
             return self.drafter.propose_with_hidden(rows, sample_hidden, num_drafts)

@@ -32,6 +32,10 @@ class DraftRow:
     """This step's emitted tokens; empty for partial prefills and discarded rows."""
     spec_ids: Sequence[int] = ()
     """Tokens already speculated past the true sequence ([] in the seed's call path)."""
+    discarded: Sequence[int] = ()
+    """A partial prefill's own sample, which the runner discards (vLLM samples every row, then drops
+    these). No intended rule reads it; it is here so that a replay of a bug that leaks it (AI-16,
+    V-14) has the value upstream had."""
 
     @property
     def num_tokens(self) -> int:
@@ -141,10 +145,25 @@ def arctic_drafts(drafter: ArcticProposer, rows: Sequence[DraftRow], budgets: Se
     return out
 
 
+def fed_tokens(row: DraftRow) -> Sequence[int]:
+    """U1: the tokens a row appends to its suffix-cache response: this step's valid sample, never a
+    partial prefill's discarded one (runner.md §2.1)."""
+    return row.sampled
+
+
+def batch_gate(rows: Sequence[DraftRow], config: DraftConfig) -> tuple[bool, bool]:
+    """D1, per drafter: (suffix decoding gated, Arctic gated). One gate for both: it fires when the
+    step has more rows than ``disable_by_batch_size``, prefills included."""
+    fires = batch_gate_fires(len(rows), config.disable_by_batch_size)
+    return fires, fires
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DraftRules:
     """The stages of draft selection (the intended ones by default)."""
 
+    suffix_feed: Callable[[DraftRow], Sequence[int]] = fed_tokens
+    batch_gate: Callable[[Sequence[DraftRow], DraftConfig], tuple[bool, bool]] = batch_gate
     suffix_query: Callable[[DraftRow, DraftConfig], SuffixQuery | None] = suffix_query
     min_score: Callable[[DraftConfig], float] = min_score
     arctic_budgets: Callable[[Sequence[DraftRow], DraftConfig, Sequence[bool]], list[int]] = arctic_budgets
@@ -154,17 +173,21 @@ class DraftRules:
 INTENDED_RULES = DraftRules()
 
 
-def update_suffix_cache(cache: SuffixDecodingCache, rows: Sequence[DraftRow]) -> None:
-    """U1: rows with new tokens (re)start their request if needed and append them; U2: requests
-    absent from this step's batch are stopped."""
+def update_suffix_cache(
+    cache: SuffixDecodingCache, rows: Sequence[DraftRow], feed: Callable[[DraftRow], Sequence[int]] = fed_tokens
+) -> None:
+    """U1: rows with new tokens (``feed``: the intended ``fed_tokens`` unless a replay swaps it)
+    (re)start their request if needed and append them; U2: requests absent from this step's batch
+    are stopped."""
     for row in rows:
-        if not row.sampled:
+        tokens = list(feed(row))
+        if not tokens:
             continue
         if row.req_id not in cache.active_requests:
             if row.req_id in cache.cached_requests:
                 cache.evict_cached_response(row.req_id)
             cache.start_request(row.req_id, list(row.token_ids[: row.num_prompt_tokens]))
-        cache.add_active_response(row.req_id, list(row.sampled))
+        cache.add_active_response(row.req_id, tokens)
     present = {row.req_id for row in rows}
     for req_id in [r for r in cache.active_requests if r not in present]:
         cache.stop_request(req_id)
@@ -217,14 +240,15 @@ def propose_draft_token_ids(
         raise ValueError(f"method {config.method!r} needs an arctic_drafter")
     cache = suffix_cache if config.uses_suffix else None  # not None whenever suffix decoding is on
     if cache is not None:
-        update_suffix_cache(cache, rows)
-    if batch_gate_fires(len(rows), config.disable_by_batch_size):
+        update_suffix_cache(cache, rows, rules.suffix_feed)
+    suffix_gated, arctic_gated = rules.batch_gate(rows, config)
+    if suffix_gated and arctic_gated:
         if stats is not None:
             stats.steps += 1
             stats.gated_steps += 1
         return [[] for _ in rows]  # D1
     suffix: list[SuffixDecodingDraft | None] = [None] * len(rows)
-    if cache is not None:
+    if cache is not None and not suffix_gated:
         for i, row in enumerate(rows):
             query = rules.suffix_query(row, config) if row.sampled else None  # D2
             if query is not None:
@@ -238,7 +262,7 @@ def propose_draft_token_ids(
         chosen = [bool(row.sampled) for row in rows]
     out = [list(d.token_ids) if d is not None and took else [] for d, took in zip(suffix, chosen, strict=True)]
     from_suffix = [bool(tokens) for tokens in out]
-    if arctic_drafter is not None and config.uses_arctic:
+    if arctic_drafter is not None and config.uses_arctic and not arctic_gated:
         model = rules.arctic_drafts(arctic_drafter, rows, rules.arctic_budgets(rows, config, chosen))
         out = [mine if mine else theirs for mine, theirs in zip(out, model, strict=True)]  # D7
     if stats is not None:

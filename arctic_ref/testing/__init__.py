@@ -22,8 +22,14 @@ except ImportError as error:  # the product itself needs neither; the kit needs 
 
 from arctic_ref.testing.battery import BatteryResult, Outcome
 from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
-from arctic_ref.testing.drafts.in_runner import RunnerReplayResult, check_replay_in_runner, check_replays_in_runner
+from arctic_ref.testing.drafts.in_runner import (
+    RunnerReplayResult,
+    check_replay_in_runner,
+    check_replays_in_runner,
+    check_runner_replay,
+)
 from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay, replay_by_id
+from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, RunnerReplay
 from arctic_ref.testing.drafts.selection import SelectionCheck, check_draft_selection
 from arctic_ref.testing.layouts.cross_mode import check_cross_mode
 from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
@@ -64,6 +70,7 @@ __all__ = [
     "BUG_REPLAYS",
     "L9",
     "LAYOUTS",
+    "RUNNER_REPLAYS",
     "TOLERANCE",
     "UPSTREAM_AVAILABLE",
     "BatteryResult",
@@ -80,6 +87,7 @@ __all__ = [
     "Outcome",
     "RankFigure",
     "RejectionSampleFn",
+    "RunnerReplay",
     "RunnerReplayResult",
     "SelectionCheck",
     "SpeculateArgs",
@@ -98,6 +106,7 @@ __all__ = [
     "check_rejection_sampler",
     "check_replay_in_runner",
     "check_replays_in_runner",
+    "check_runner_replay",
     "check_volumes",
     "compare",
     "copied_tokens",

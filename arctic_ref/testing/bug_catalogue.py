@@ -89,10 +89,19 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(id="AI-15", fixture="planted modules in a temporary package",
                 check=f"{_T}test_bug_catalogue.py::test_ai15_duplicate_and_unimported_names_are_caught",
                 status="caught", note="ruff F811 and mypy --strict (name-defined, no-redef), as CI runs them"),
-    BugCoverage(id="AI-16", fixture="—", check=f"{_T}runner/test_runner.py::test_suffix_cache_rules", status="open",
-                note="the cache feed is not an injectable stage; the test checks the intended feed only"),
-    BugCoverage(id="AI-17", fixture="—", check="—", status="open",
-                note="the D1 gate is one function for every method, not an injectable stage"),
+    BugCoverage(id="AI-16", fixture="`BugReplay` AI-16 (`fed_with_discarded`, the `suffix_feed` stage)",
+                check=f"{_T}spec/test_drafts.py::test_each_bug_replay_is_caught_by_its_own_check, "
+                      f"{_T}runner/test_drafting.py::test_each_replay_is_caught_in_the_runner, "
+                      "check:draft-selection, check:draft-runner",
+                status="caught", note="the runner offers each partial prefill's discarded sample (`DraftRow.discarded`, "
+                                      "drawn greedily); shown under suffix decoding alone"),
+    BugCoverage(id="AI-17", fixture="`BugReplay` AI-17 and AI-17-rows (`suffix_ignores_gate`, "
+                                    "`gate_counts_decoding_rows`, the `batch_gate` stage)",
+                check=f"{_T}spec/test_drafts.py::test_each_bug_replay_is_caught_by_its_own_check, "
+                      f"{_T}runner/test_drafting.py::test_each_replay_is_caught_in_the_runner, "
+                      "check:draft-selection, check:draft-runner",
+                status="caught", note="the runner workload gates at 3 rows, with a fifth request prefilled beside "
+                                      "three decoding ones"),
     BugCoverage(id="AI-18", fixture="—", check="—", status="absent",
                 note="the reference scheduler never preempts (runner.md §1.3)"),
     BugCoverage(id="AI-19", fixture="`RawGatherComm` (`testing/layouts/exchanges.py`)",
@@ -120,8 +129,12 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
                 check=f"{_T}spec/test_kit.py::test_every_mutant_is_caught, "
                       f"{_T}spec/test_rejection.py::test_zero_probability_draft_is_never_accepted_even_at_u_zero",
                 status="caught"),
-    BugCoverage(id="V-2", fixture="—", check="—", status="open",
-                note="a data race in vLLM's GPU kernel; our kernels never write their inputs (E14)"),
+    BugCoverage(id="V-2", fixture="kit mutant `draft_not_zeroed_in_residual` (the race's outcome: the zeroing "
+                                   "not seen by the race)",
+                check=f"{_T}spec/test_kit.py::test_every_mutant_is_caught, "
+                      "gpu_tests/test_fused_rejection.py::test_fused_path_under_the_v2_and_v6_conditions",
+                status="caught", note="E3 catches the outcome; the race itself cannot be forced. On the GPU our fused "
+                                      "path writes no input (E14) and equals the loop over 20 launches"),
     BugCoverage(id="V-3", fixture="kit mutant `greedy_only_at_minus_one`",
                 check=f"{_T}spec/test_kit.py::test_every_mutant_is_caught", status="caught"),
     BugCoverage(id="V-4", fixture="`greedy_rows_divided_by_minus_one` (`testing/rejection/vllm_bugs.py`)",
@@ -130,8 +143,11 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(id="V-5", fixture="`nan_rows_emit_out_of_vocab`",
                 check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught", status="caught",
                 note="E15 (its NaN case was added for this replay)"),
-    BugCoverage(id="V-6", fixture="—", check="—", status="open",
-                note="vLLM's tiled kernel; our chunked race (`rejection_triton`) keeps a p-race fallback per chunk"),
+    BugCoverage(id="V-6", fixture="`tail_tile_out_of_vocab` (tiles of 16 ids)",
+                check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught, "
+                      "gpu_tests/test_fused_rejection.py::test_fused_path_under_the_v2_and_v6_conditions",
+                status="caught", note="E7; on the GPU our chunked race stays in the vocabulary with a zero tail "
+                                      "chunk"),
     BugCoverage(id="V-7", fixture="`placeholder_drafts_clamped`",
                 check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught, "
                       f"{_T}spec/test_rejection.py::test_placeholder_drafts_raise_where_recent_vllm_rejects_them_silently",
@@ -143,15 +159,22 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(id="V-10", fixture="`top_k_max_of_nothing`",
                 check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught", status="caught",
                 note="E1 (the sampler raises)"),
-    BugCoverage(id="V-11", fixture="—", check="—", status="open",
-                note="`SpecDecodeMetadata.build` is not an injectable stage of the runner"),
-    BugCoverage(id="V-12", fixture="—", check=f"{_T}runner/test_runner.py::test_ngram_against_brute_force",
-                status="open", note="the n-gram drafter is checked per row against brute force; no replay yet"),
+    BugCoverage(id="V-11", fixture="`RunnerReplay` V-11 (`drafts_one_slot_early`, the `row_tokens` stage; "
+                                    "`testing/drafts/runner_replays.py`)",
+                check=f"{_T}runner/test_drafting.py::test_each_runner_replay_breaks_a_runner_rule, check:draft-runner",
+                status="caught", note="greedy losslessness fails; a representative wrong offset"),
+    BugCoverage(id="V-12", fixture="`MisplacedNgramDrafter`",
+                check=f"{_T}runner/test_runner.py::test_ngram_drafter_rows_and_the_v12_replay, check:speculator",
+                status="caught", note="`check_ngram_rows`: rows without a sample between rows with one"),
     BugCoverage(id="V-13", fixture="—", check="—", status="absent", note="no preemption (runner.md §1.3)"),
-    BugCoverage(id="V-14", fixture="—", check="—", status="open",
-                note="padded speculation is not modelled; the valid mask is `discard_and_parse` (runner.md §1)"),
+    BugCoverage(id="V-14", fixture="`RunnerReplay` V-14 (`discarded_counted_valid`, the `drafter_sample` stage)",
+                check=f"{_T}runner/test_drafting.py::test_each_runner_replay_breaks_a_runner_rule, check:draft-runner",
+                status="caught", note="D2 in the runner: a partial prefill gets a draft; padded speculation itself "
+                                      "is not modelled"),
     BugCoverage(id="V-15", fixture="—", check="—", status="absent", note="no preemption (runner.md §1.3)"),
-    BugCoverage(id="V-16", fixture="—", check="—", status="open", note="a documentation default; not replayed"),
+    BugCoverage(id="V-16", fixture="`NumSpecDefaults(suffix=24)` injected into `GenerateJob`",
+                check=f"{_T}test_cli.py::test_num_spec_tokens_defaults_are_the_documented_ones_and_the_v16_replay_is_caught",
+                status="caught", note="defaults measured by draft length against runner.md and `--help`"),
 )  # fmt: skip
 
 

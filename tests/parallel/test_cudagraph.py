@@ -117,3 +117,27 @@ def test_dp_padding() -> None:
     assert plan.num_input_tokens == 24
     with pytest.raises(ValueError, match=r"DP padding gave 21 tokens, not a multiple of sp\(2\)"):
         plan_step(8, policy=ShiftPolicy(layout), graphs=tables, groups=_groups(), dp_num_tokens=[8, 21])
+
+
+def test_capture_size_rules_one_at_a_time() -> None:
+    """Each rule of ``default_capture_sizes`` alone: a single value expands (even 1), several are
+    sorted, native SP filters only with T > 1 and only when asked, and an empty or non-positive
+    list is refused."""
+    assert default_capture_sizes(64, (1,)) == (1, 2, 4)
+    assert default_capture_sizes(64, (16,)) == (1, 2, 4, 8, 16)
+    assert default_capture_sizes(64, (3, 8)) == (3, 8)
+    assert default_capture_sizes(64, (3, 8), tensor_parallel_size=2) == (3, 8)  # native SP off: no filter
+    assert default_capture_sizes(64, (3, 8), native_sequence_parallelism=True) == (3, 8)  # T = 1: no filter
+    assert default_capture_sizes(64, (3, 8), native_sequence_parallelism=True, tensor_parallel_size=2) == (8,)
+    for bad in ((), (0,), (8, 0), (-1,)):
+        with pytest.raises(ValueError, match=r"cuda_graph_sizes must be positive ints, got \["):
+            default_capture_sizes(64, bad)
+
+
+def test_pad_to_zero_and_the_table_edges() -> None:
+    """No tokens pad to no tokens; the shift table includes the threshold itself, the base table
+    starts above it; the eager table is disabled and empty."""
+    assert pad_to(0, SIZES) == 0 and pad_sp(0, SIZES, 2) == 0
+    tables = GraphTables.build((1, 2, 4, 8), sp=2, threshold=8, max_num_batched_tokens=64)
+    assert tables.shift == (8, 4, 2, 1) and tables.base == (16,) and tables.enabled
+    assert GraphTables.eager() == GraphTables(base=(), shift=(), sizes=(), enabled=False)

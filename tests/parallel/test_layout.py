@@ -141,3 +141,16 @@ def test_query_heads_partition_the_heads(tp: int, sp: int) -> None:
     chunks = [query_heads(layout, rank, heads) for rank in range(layout.world_size)]
     assert all(len(c) == heads // layout.world_size for c in chunks)
     assert sorted(h for c in chunks for h in c) == list(range(heads))
+
+
+def test_coords_bounds_and_the_shift_default_of_validate_model() -> None:
+    """Every rank in [0, world) has coordinates, the world size itself does not; ``validate_model``
+    checks the MLP split against tp alone unless shift is asked for."""
+    layout = ParallelLayout(4, 2, 2)
+    assert [layout.coords(r) for r in range(4)] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for bad in (4, -1):
+        with pytest.raises(ValueError, match=rf"^rank\({bad}\) outside \[0, 4\)$"):
+            layout.coords(bad)
+    layout.validate_model(num_attention_heads=8, num_key_value_heads=8, intermediate_size=6)  # 6 % tp(2) == 0
+    with pytest.raises(ValueError, match=r"intermediate_size\(6\) is not divisible by 4 \(tp \* sp, shift enabled\)"):
+        layout.validate_model(num_attention_heads=8, num_key_value_heads=8, intermediate_size=6, shift=True)

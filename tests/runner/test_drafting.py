@@ -12,12 +12,15 @@ from arctic_ref.spec.drafts import suffix_query as intended_query
 from arctic_ref.testing.drafts.in_runner import (
     DRAFTERS,
     DraftTrace,
+    RunnerDrafter,
     check_replay_in_runner,
+    check_runner_replay,
     first_difference,
     replay_drafter,
     trace_drafts,
 )
 from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay, replay_by_id
+from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, RunnerReplay
 
 
 def _recording(calls: list[str]) -> DraftRules:
@@ -62,13 +65,46 @@ def shared() -> tuple[DraftTrace, DraftTrace]:
     return trace_drafts(NoDrafter()), trace_drafts(replay_drafter("hybrid", INTENDED_RULES))
 
 
+SHOWN_UNDER_SUFFIX = ("AI-16",)
+"""Replays whose drafts change only under suffix decoding alone: AI-16's stray token in a cached
+response never lifts a hybrid row's suffix score to k on this workload."""
+
+
 @pytest.mark.parametrize("replay", BUG_REPLAYS, ids=lambda r: r.id)
 def test_each_replay_is_caught_in_the_runner(replay: BugReplay, shared: tuple[DraftTrace, DraftTrace]) -> None:
-    """Under the hybrid drafter, a replay that must fail changes some step's drafts; the inert one
-    (B4-literal) changes none; greedy output equals the no-draft run either way."""
-    result = check_replay_in_runner(replay, "hybrid", baseline=shared[0], intended=shared[1])
+    """Under the hybrid drafter (suffix decoding alone for ``SHOWN_UNDER_SUFFIX``), a replay that
+    must fail changes some step's drafts; the inert one (B4-literal) changes none; greedy output
+    equals the no-draft run either way."""
+    if replay.id in SHOWN_UNDER_SUFFIX:
+        result = check_replay_in_runner(replay, "suffix", baseline=shared[0])
+    else:
+        result = check_replay_in_runner(replay, "hybrid", baseline=shared[0], intended=shared[1])
     assert result.lossless
     assert result.differs == replay.must_fail, result.first_difference
+    assert result.unsampled_drafts == ""
+
+
+@pytest.mark.parametrize("name", DRAFTERS)
+@pytest.mark.parametrize("replay", RUNNER_REPLAYS, ids=lambda r: r.id)
+def test_each_runner_replay_breaks_a_runner_rule(replay: RunnerReplay, name: RunnerDrafter) -> None:
+    """V-11 (drafts at the wrong offset of the token buffer) breaks greedy losslessness; V-14 (a
+    discarded partial-prefill sample counted valid) drafts a row that emitted nothing (D2). The
+    intended stages break neither (``test_intended_runs_keep_the_runner_rules``)."""
+    result = check_runner_replay(replay, name)
+    assert result.caught_by_rules
+    if replay.id == "V-11":
+        assert not result.lossless
+    else:
+        assert result.lossless and "emitted nothing but got draft" in result.unsampled_drafts
+
+
+@pytest.mark.parametrize("name", DRAFTERS)
+def test_intended_runs_keep_the_runner_rules(name: RunnerDrafter) -> None:
+    """The checks above can pass: the intended stages are lossless and draft no row without a sample,
+    on a workload where the gate fires and partial prefills sit beside decoding rows."""
+    trace = trace_drafts(replay_drafter(name, INTENDED_RULES))
+    assert trace.unsampled_drafts == "" and trace.outputs == trace_drafts(NoDrafter()).outputs
+    assert 0 < trace.stats.gated_steps < trace.stats.steps and trace.stats.draft_tokens > 0
 
 
 def test_b1_is_caught_under_suffix_decoding_alone() -> None:

@@ -21,8 +21,9 @@ from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
 from arctic_ref.runner.trace_forcing import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram
+from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram, check_ngram_rows
 from arctic_ref.testing.drafts.replays import replay_by_id
+from arctic_ref.testing.drafts.runner_replays import MisplacedNgramDrafter
 from arctic_ref.types import ReqId
 
 SOLO = SoloComm(0)
@@ -143,6 +144,17 @@ def test_suffix_pattern_bug_132_is_caught() -> None:
 def test_ngram_vectors(tokens: list[int], n: int, k: int, expected: list[int]) -> None:
     """runner.md §2.3 vectors (vLLM 0.9.x: leftmost match, no overlap with the suffix)."""
     assert ngram_draft(tokens, k, n, n) == expected
+
+
+@pytest.mark.parametrize(("min_n", "max_n"), [(1, 1), (1, 3), (2, 4), (5, 5)])
+def test_ngram_drafter_rows_and_the_v12_replay(min_n: int, max_n: int) -> None:
+    """The batch n-gram drafter equals the brute-force oracle row by row, with rows without a sample
+    between rows that have one; V-12 (drafts written at the valid-list index, read at the request
+    index) fails the same check at a row that follows a row without a sample."""
+    drafter = NgramDrafter(20, 3, min_n=min_n, max_n=max_n)
+    assert check_ngram_rows(drafter, k=3, min_n=min_n, max_n=max_n, max_model_len=20).passed
+    replay = check_ngram_rows(MisplacedNgramDrafter(drafter), k=3, min_n=min_n, max_n=max_n, max_model_len=20)
+    assert not replay.passed and "vs the oracle's" in replay.detail
 
 
 def test_ngram_against_brute_force() -> None:

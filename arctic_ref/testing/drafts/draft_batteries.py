@@ -5,7 +5,7 @@ import random
 
 import torch
 
-from arctic_ref.runner.drafters import SpeculatorDrafter, SuffixDrafter, ngram_draft, ngram_draft_longest
+from arctic_ref.runner.drafters import NgramDrafter, SpeculatorDrafter, SuffixDrafter, ngram_draft, ngram_draft_longest
 from arctic_ref.runner.speculator import (
     ArcticSpeculator,
     SpeculatorConfig,
@@ -17,8 +17,9 @@ from arctic_ref.runner.speculator import (
 from arctic_ref.spec.drafts import INTENDED_RULES, DraftRow, arctic_config
 from arctic_ref.testing.battery import BatteryResult, Outcome
 from arctic_ref.testing.drafts.in_runner import check_replays_in_runner
-from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram
+from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram, check_ngram_rows
 from arctic_ref.testing.drafts.replays import BUG_REPLAYS, replay_by_id
+from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, MisplacedNgramDrafter
 from arctic_ref.testing.drafts.selection import check_draft_selection
 
 
@@ -31,7 +32,7 @@ def draft_selection() -> BatteryResult:
     ]  # fmt: skip
     problems = [f"intended fails {c.id}" for c in intended] + [f"{rid} not caught" for rid in uncaught]
     return BatteryResult(
-        name="draft selection and seed bug replays (B1-B4)",
+        name="draft selection and bug replays (B1-B4, AI-16, AI-17)",
         outcome=Outcome.FAIL if problems else Outcome.PASS,
         compared=len(BUG_REPLAYS),
         figures={"replays caught": str(sum(1 for r in BUG_REPLAYS if r.must_fail) - len(uncaught))},
@@ -42,19 +43,23 @@ def draft_selection() -> BatteryResult:
 def draft_replays_in_runner() -> BatteryResult:
     """Each replay's ``DraftRules`` injected into a running ``ReferenceRunner`` (suffix and hybrid
     drafters): its drafts differ from the intended run's at some step (B4-literal: never), and greedy
-    output stays lossless."""
-    results = check_replays_in_runner(BUG_REPLAYS)
-    problems = [f"{r.replay_id} under {r.drafter} not lossless" for r in results if not r.lossless]
-    problems += [
-        f"{r.replay_id} changed drafts ({r.first_difference})" for r in results if not r.must_fail and r.differs
-    ]
-    caught = {r.replay_id for r in results if r.must_fail and r.differs}
+    output stays lossless. Each runner replay's ``RunnerStages`` (V-11, V-14) breaks losslessness or
+    D2 under both drafters."""
+    results = check_replays_in_runner(BUG_REPLAYS, runner_replays=RUNNER_REPLAYS)
+    stage_ids = {r.id for r in RUNNER_REPLAYS}
+    rules = [r for r in results if r.replay_id not in stage_ids]
+    stages = [r for r in results if r.replay_id in stage_ids]
+    problems = [f"{r.replay_id} under {r.drafter} not lossless" for r in rules if not r.lossless]
+    problems += [f"{r.replay_id} changed drafts ({r.first_difference})" for r in rules if not r.must_fail and r.differs]
+    problems += [f"{r.replay_id} under {r.drafter} broke no runner rule" for r in stages if not r.caught_by_rules]
+    caught = {r.replay_id for r in rules if r.must_fail and r.differs}
     problems += [f"{r.id} not caught in the runner" for r in BUG_REPLAYS if r.must_fail and r.id not in caught]
-    first = {r.replay_id: r.first_difference.split(":")[0] for r in results if r.differs and r.drafter == "hybrid"}
+    first = {r.replay_id: r.first_difference.split(":")[0] for r in rules if r.differs and r.drafter == "hybrid"}
     return BatteryResult(
-        name="draft replays in the runner (suffix, hybrid): caught, lossless", compared=len(results),
-        outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
+        name="draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
+        compared=len(results), outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
         figures={"caught": f"{len(caught)}/{sum(r.must_fail for r in BUG_REPLAYS)}",
+                 "runner replays caught": f"{len({r.replay_id for r in stages if r.caught_by_rules})}/{len(RUNNER_REPLAYS)}",
                  **{f"{rid} at": where for rid, where in first.items()}},
     )  # fmt: skip
 
@@ -138,5 +143,13 @@ def speculator_checks() -> BatteryResult:
         for rule, overlap in ((ngram_draft, False), (ngram_draft_longest, True)):
             if rule(tokens_list, 3, lo, hi) != brute_force_ngram(tokens_list, 3, lo, hi, overlap=overlap):
                 problems.append(f"{rule.__name__}({tokens_list}, {lo}..{hi})")
-    return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules", compared=compared,
+    ngram = NgramDrafter(20, 3, min_n=1, max_n=3)
+    ngram_rows = check_ngram_rows(ngram, k=3, min_n=1, max_n=3, max_model_len=20)
+    misplaced = check_ngram_rows(MisplacedNgramDrafter(ngram), k=3, min_n=1, max_n=3, max_model_len=20)
+    compared += 2
+    if not ngram_rows.passed or misplaced.passed:
+        problems.append(
+            f"n-gram drafter row by row: {ngram_rows.detail or 'passes'}; its V-12 replay: {misplaced.detail or 'not caught'}"
+        )
+    return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)", compared=compared,
                          outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]))  # fmt: skip

@@ -26,10 +26,18 @@ from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import speculator_for
+from arctic_ref.runner.stages import INTENDED_STAGES, RunnerStages
 from arctic_ref.spec.drafts import INTENDED_RULES, DraftRules, DraftStats, arctic_config, suffix_config
 from arctic_ref.testing.drafts.replays import BugReplay
+from arctic_ref.testing.drafts.runner_replays import RunnerReplay
 
 MAX_MODEL_LEN = 64
+GATE = 3
+"""``disable_by_batch_size`` of the workload's drafters: steps that schedule all four requests
+(``max_num_seqs`` 4) are gated, so D1 and its replays (AI-17) show in the runner."""
+LATE_PROMPT = [(7 * i) % 97 + 1 for i in range(40)]
+"""A fifth request beside the built-in four: it waits for a free slot (``max_num_seqs`` 4) and is
+prefilled in chunks beside three decoding rows, so a gated step has a partial prefill in it."""
 RunnerDrafter = Literal["suffix", "hybrid"]
 DRAFTERS: tuple[RunnerDrafter, ...] = get_args(RunnerDrafter)
 """The runner drafters every replay runs under."""
@@ -42,6 +50,9 @@ class DraftTrace:
     drafts: tuple[tuple[tuple[str, tuple[int, ...]], ...], ...]
     outputs: tuple[tuple[int, ...], ...]
     stats: DraftStats
+    unsampled_drafts: str = ""
+    """The first row that emitted nothing (a partial prefill) but got a draft (D2 in the runner:
+    runner.md §2.6), or ""."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,37 +68,58 @@ class RunnerReplayResult:
     """Both runs give the no-draft greedy output."""
     intended: DraftStats
     replayed: DraftStats
+    unsampled_drafts: str = ""
+    """The replayed run's first row that emitted nothing but got a draft (D2 in the runner), or ""."""
 
     @property
     def differs(self) -> bool:
         return bool(self.first_difference)
 
+    @property
+    def caught_by_rules(self) -> bool:
+        """A runner rule fails on the replayed run: greedy output is not lossless, or D2 breaks."""
+        return not self.lossless or bool(self.unsampled_drafts)
+
 
 def replay_drafter(name: RunnerDrafter, rules: DraftRules) -> Drafter | HiddenStateDrafter:
     if name == "suffix":
-        return SuffixDrafter(suffix_config(MAX_MODEL_LEN), rules)
+        return SuffixDrafter(suffix_config(MAX_MODEL_LEN, disable_by_batch_size=GATE), rules)
     if name == "hybrid":
         config = tiny_config()
         speculator = speculator_for(config.hidden_size, config.vocab_size, "mlp", 1, torch.float64)
-        return SpeculatorDrafter(arctic_config(MAX_MODEL_LEN, hybrid=True), speculator, rules)
+        return SpeculatorDrafter(
+            arctic_config(MAX_MODEL_LEN, hybrid=True, disable_by_batch_size=GATE), speculator, rules
+        )
     raise ValueError(f"unknown drafter {name!r}; known: {', '.join(DRAFTERS)}")
 
 
-def trace_drafts(drafter: Drafter | HiddenStateDrafter) -> DraftTrace:
-    """The workload of this module under one drafter (greedy, float64, tiny model, L0)."""
+def trace_drafts(drafter: Drafter | HiddenStateDrafter, stages: RunnerStages = INTENDED_STAGES) -> DraftTrace:
+    """The workload of this module under one drafter (greedy, float64, tiny model, L0), with the
+    runner's plumbing ``stages`` (a runner bug replay, or the intended ones)."""
     model = tiny_config()
     scheduler = SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=16, max_model_len=MAX_MODEL_LEN)
     engine = EngineConfig(model=model, layout=ParallelLayout(1, 1, 1), scheduler=scheduler)
     solo = SoloComm(0)
-    runner = build_runner(engine, random_weights(model, 0), RankGroups(rank=0, tp=solo, sp=solo, shift=solo), drafter)
-    prompts = builtin_prompts(model.vocab_size)
+    runner = build_runner(engine, random_weights(model, 0), RankGroups(rank=0, tp=solo, sp=solo, shift=solo), drafter,
+                          stages=stages)  # fmt: skip
+    prompts = [*builtin_prompts(model.vocab_size), LATE_PROMPT]
     driver = RequestDriver.start(runner, scheduler, prompts, [SamplingParams(max_tokens=MAX_MODEL_LEN)] * len(prompts))
     steps = []
+    unsampled = ""
     while driver.step():
-        assert driver.last is not None
-        steps.append(tuple(zip(driver.last.req_ids, driver.last.spec_token_ids, strict=True)))
+        out = driver.last
+        assert out is not None
+        steps.append(tuple(zip(out.req_ids, out.spec_token_ids, strict=True)))
+        bad = [
+            (r, d)
+            for r, s, d in zip(out.req_ids, out.sampled_token_ids, out.spec_token_ids, strict=True)
+            if d and not s
+        ]
+        if bad and not unsampled:
+            unsampled = f"step {len(steps) - 1}, {bad[0][0]}: emitted nothing but got draft {list(bad[0][1])}"
     stats = drafter.stats if isinstance(drafter, SuffixDrafter | SpeculatorDrafter) else DraftStats()
-    return DraftTrace(drafts=tuple(steps), outputs=tuple(r.output_token_ids for r in driver.results()), stats=stats)
+    return DraftTrace(drafts=tuple(steps), outputs=tuple(r.output_token_ids for r in driver.results()), stats=stats,
+                      unsampled_drafts=unsampled)  # fmt: skip
 
 
 def first_difference(intended: DraftTrace, replayed: DraftTrace) -> str:
@@ -122,10 +154,37 @@ def check_replay_in_runner(
     )
 
 
+def check_runner_replay(
+    replay: RunnerReplay,
+    drafter: RunnerDrafter,
+    *,
+    baseline: DraftTrace | None = None,
+    intended: DraftTrace | None = None,
+) -> RunnerReplayResult:
+    """Run the intended rules under ``drafter`` with ``replay.stages`` in the runner; the result's
+    ``caught_by_rules`` says whether losslessness or D2 caught it (every runner replay must fail)."""
+    base = baseline or trace_drafts(NoDrafter())
+    mine = intended or trace_drafts(replay_drafter(drafter, INTENDED_RULES))
+    theirs = trace_drafts(replay_drafter(drafter, INTENDED_RULES), replay.stages)
+    return RunnerReplayResult(
+        replay_id=replay.id,
+        drafter=drafter,
+        must_fail=True,
+        first_difference=first_difference(mine, theirs),
+        lossless=mine.outputs == base.outputs and theirs.outputs == base.outputs,
+        intended=mine.stats,
+        replayed=theirs.stats,
+        unsampled_drafts=theirs.unsampled_drafts,
+    )
+
+
 def check_replays_in_runner(
-    replays: tuple[BugReplay, ...], progress: Callable[[str], None] | None = None
+    replays: tuple[BugReplay, ...],
+    progress: Callable[[str], None] | None = None,
+    runner_replays: tuple[RunnerReplay, ...] = (),
 ) -> list[RunnerReplayResult]:
-    """Every replay under every drafter of ``DRAFTERS``, sharing the baseline and intended runs."""
+    """Every replay (draft rules, then runner stages) under every drafter of ``DRAFTERS``, sharing
+    the baseline and intended runs."""
     baseline = trace_drafts(NoDrafter())
     out = []
     for name in DRAFTERS:
@@ -134,4 +193,8 @@ def check_replays_in_runner(
             if progress is not None:
                 progress(f"    {replay.id} under {name} ...")
             out.append(check_replay_in_runner(replay, name, baseline=baseline, intended=intended))
+        for stages in runner_replays:
+            if progress is not None:
+                progress(f"    {stages.id} under {name} ...")
+            out.append(check_runner_replay(stages, name, baseline=baseline, intended=intended))
     return out

@@ -1,6 +1,6 @@
-"""The seed's draft-selection bugs (ArcticInference v0.0.9; verification.md §4, runner.md §2.6),
-each reintroduced as one ``DraftRules`` value: a stage of ``propose_draft_token_ids`` swapped for the
-seed's deviation, never a patch.
+"""The seed's draft-selection bugs (ArcticInference v0.0.9; verification.md §4, runner.md §2.6) and
+HEAD's suffix-feed and gate bugs (bugs.md AI-16, AI-17), each reintroduced as one ``DraftRules`` value: a stage of ``propose_draft_token_ids`` swapped for the
+upstream deviation, never a patch.
 
 The same value is injected into the selection suite (``check_draft_selection(replay.rules)``) and
 into a running ``ReferenceRunner`` (``SuffixDrafter(config, replay.rules)`` or
@@ -20,6 +20,8 @@ from arctic_ref.spec.drafts import (
     DraftRules,
     SuffixQuery,
     arctic_drafts,
+    batch_gate,
+    batch_gate_fires,
 )
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 
@@ -84,6 +86,25 @@ def literal_double_assignment(config: DraftConfig) -> float:
     return score
 
 
+def fed_with_discarded(row: DraftRow) -> Sequence[int]:
+    """AI-16: HEAD's sync path feeds a partial prefill's discarded sample into the suffix cache, so
+    the request starts early and its cached response begins with tokens it never emitted."""
+    return row.sampled or row.discarded
+
+
+def suffix_ignores_gate(rows: Sequence[DraftRow], config: DraftConfig) -> tuple[bool, bool]:
+    """AI-17: HEAD's suffix drafting ignores ``disable_by_batch_size``; the Arctic drafter is still
+    gated."""
+    return False, batch_gate(rows, config)[1]
+
+
+def gate_counts_decoding_rows(rows: Sequence[DraftRow], config: DraftConfig) -> tuple[bool, bool]:
+    """AI-17 (the counting half): the worker counts only the rows with a sample, where the
+    scheduler counts every scheduled row, so a step with prefills escapes the gate."""
+    fires = batch_gate_fires(sum(1 for row in rows if row.sampled), config.disable_by_batch_size)
+    return fires, fires
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BugReplay:
     """One seed bug as an injectable rule set."""
@@ -109,6 +130,13 @@ BUG_REPLAYS: Final = (
               rules=replace(INTENDED_RULES, min_score=inverted_min_score)),
     BugReplay(id="B4-literal", upstream="ArcticInference v0.0.9: the literal double assignment (inert)",
               rules=replace(INTENDED_RULES, min_score=literal_double_assignment), must_fail=False),
+    BugReplay(id="AI-16", upstream="ArcticInference HEAD: the sync path feeds discarded partial-prefill samples "
+                                   "into the suffix cache",
+              rules=replace(INTENDED_RULES, suffix_feed=fed_with_discarded)),
+    BugReplay(id="AI-17", upstream="ArcticInference HEAD: suffix drafting ignores disable_by_batch_size",
+              rules=replace(INTENDED_RULES, batch_gate=suffix_ignores_gate)),
+    BugReplay(id="AI-17-rows", upstream="ArcticInference HEAD: scheduler and worker count different rows for the gate",
+              rules=replace(INTENDED_RULES, batch_gate=gate_counts_decoding_rows)),
 )  # fmt: skip
 
 

@@ -167,6 +167,26 @@ def _d1_gate(rules: DraftRules) -> tuple[bool, str]:
     return drafts == [[], [], []] and len(cache.active_requests) == 3, f"{drafts}, active {list(cache.active_requests)}"
 
 
+def _d1_counts_prefills(rules: DraftRules) -> tuple[bool, str]:
+    config = DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=4096, disable_by_batch_size=2)
+    rows = [_row(f"r{i}", [1, 2, 3, 1, 2]) for i in range(2)]
+    prefill = DraftRow(req_id="prefill", token_ids=[1, 2, 3, 4, 5, 6], num_prompt_tokens=6, sampled=[])
+    drafts = propose_draft_token_ids(
+        [*rows, prefill], config, suffix_cache=SuffixDecodingCache(64), arctic_drafter=None, rules=rules
+    )
+    return drafts == [[], [], []], f"3 rows (one a partial prefill) over a gate of 2 gave {drafts}"
+
+
+def _u1_feed(rules: DraftRules) -> tuple[bool, str]:
+    config = DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=4096)
+    cache = SuffixDecodingCache(64)
+    prefill = DraftRow(req_id="prefill", token_ids=[4, 5, 6, 7], num_prompt_tokens=4, sampled=[], discarded=[9])
+    propose_draft_token_ids([_row("a", [1, 2, 3]), prefill], config, suffix_cache=cache, arctic_drafter=None,
+                            rules=rules)  # fmt: skip
+    active = list(cache.active_requests)
+    return active == ["a"], f"active after a step with a partial prefill: {active} (its discarded sample is not fed)"
+
+
 def _d8_bounds(rules: DraftRules) -> tuple[bool, str]:
     config = DraftConfig(method="arctic", num_speculative_tokens=40, max_model_len=50, enable_suffix_decoding=True)
     rows = [_row(f"r{n}", [1, 2, 3, 4] * (n // 4) + [1, 2, 3, 4][: n % 4]) for n in (8, 30, 47, 48, 49)]
@@ -199,8 +219,10 @@ SCENARIOS: Final[tuple[tuple[str, tuple[str, ...], Scenario], ...]] = (
     ("B2-hybrid-rows", ("B2",), _b2_hybrid),
     ("B3-per-row-budget", ("B3", "B3-runner"), _b3_per_row),
     ("B4-min-score-boundaries", ("B4",), _b4_boundaries),
-    ("D1-gate", (), _d1_gate),
+    ("D1-gate", ("AI-17",), _d1_gate),
+    ("D1-gate-counts-prefills", ("AI-17-rows",), _d1_counts_prefills),
     ("D8-bounds", (), _d8_bounds),
+    ("U1-no-discarded-feed", ("AI-16",), _u1_feed),
     ("U2-stop-absent", (), _u2_stops_absent),
 )
 

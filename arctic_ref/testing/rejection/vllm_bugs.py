@@ -16,7 +16,7 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import GREEDY_EPS, PLACEHOLDER_TOKEN_ID
 from arctic_ref.spec.rejection import rejection_sample
-from arctic_ref.spec.sampling import request_of_rows
+from arctic_ref.spec.sampling import compute_target_probs, request_of_rows
 
 SamplerFn = Callable[..., Tensor]
 
@@ -33,7 +33,9 @@ def greedy_rows_divided_by_minus_one(
             draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
             bonus_token_ids, meta,
         )  # fmt: skip
-    greedy = (meta.temperature.to(torch.float32) < GREEDY_EPS)[request_of_rows(cu_num_draft_tokens, target_logits.shape[0])]
+    greedy = (meta.temperature.to(torch.float32) < GREEDY_EPS)[
+        request_of_rows(cu_num_draft_tokens, target_logits.shape[0])
+    ]
     flipped = torch.where(greedy.unsqueeze(1), target_logits / -1.0, target_logits)
     return rejection_sample(
         draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, flipped,
@@ -100,6 +102,43 @@ def top_k_max_of_nothing(
     )  # fmt: skip
 
 
+TILE = 16
+"""The vocabulary tile of ``tail_tile_out_of_vocab``: small, so the kit's vocabularies (2-64 ids)
+have a partial tail tile."""
+
+
+def tail_tile_out_of_vocab(
+    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
+) -> Tensor:  # fmt: skip
+    """V-6: the tiled recovered kernel returns an id past the vocabulary when its tail tile's in-vocab
+    residual is all zero (the tile's padding slots win). Here with tiles of ``TILE`` ids: a recovered
+    token of a random row whose residual over the partial tail tile [TILE·⌊V/TILE⌋, V) is all zero
+    comes back as V, the tail tile's first padding slot."""
+    out = rejection_sample(
+        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
+        bonus_token_ids, sampling_metadata,
+    )  # fmt: skip
+    vocab = target_logits.shape[1]
+    if sampling_metadata.all_greedy or vocab % TILE == 0:
+        return out
+    probs = compute_target_probs(target_logits, cu_num_draft_tokens, sampling_metadata)
+    if draft_probs is None:
+        residual = probs.scatter(1, draft_token_ids.long().unsqueeze(1), 0.0)
+    else:
+        residual = (probs - draft_probs).clamp(min=0.0)
+    tail_empty = ~(residual[:, vocab - vocab % TILE :] > 0).any(dim=1)
+    greedy = sampling_metadata.is_greedy(len(num_draft_tokens), out.device)
+    drafts, start = draft_token_ids.tolist(), 0
+    for i, n in enumerate(num_draft_tokens):
+        row = out[i].tolist()
+        at = next((j for j in range(n) if row[j] != drafts[start + j]), n)
+        if at < n and row[at] >= 0 and not bool(greedy[i]) and bool(tail_empty[start + at]):
+            out[i, at] = vocab
+        start += n
+    return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SamplerBugReplay:
     """One catalogue bug as a sampler, and the kit checks that must fail on it."""
@@ -113,8 +152,8 @@ class SamplerBugReplay:
 VLLM_BUG_SAMPLERS: Final = (
     SamplerBugReplay(id="V-4", sampler=greedy_rows_divided_by_minus_one, caught_by=frozenset({"E5", "E8"})),
     SamplerBugReplay(id="V-5", sampler=nan_rows_emit_out_of_vocab, caught_by=frozenset({"E15"})),
+    SamplerBugReplay(id="V-6", sampler=tail_tile_out_of_vocab, caught_by=frozenset({"E7"})),
     SamplerBugReplay(id="V-7", sampler=placeholder_drafts_clamped, caught_by=frozenset({"E15"})),
     SamplerBugReplay(id="V-8", sampler=draft_probs_dropped, caught_by=frozenset({"E8"})),
     SamplerBugReplay(id="V-10", sampler=top_k_max_of_nothing, caught_by=frozenset({"E1"})),
 )
-
