@@ -1,13 +1,17 @@
 """``check_integrity`` can fail: each invariant of suffix-decoding.md §6.1, broken on its own in a valid
 tree, is reported with its name and numbers (the state machines only ever see it return "")."""
 
+import random
 import re
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arctic_ref.suffix import SuffixTree
 from arctic_ref.suffix.node import Node
+from arctic_ref.suffix.tree import _common_suffix
 
 Corruption = Callable[[SuffixTree], None]
 
@@ -131,3 +135,26 @@ def test_each_broken_invariant_is_named(name: str) -> None:
     assert problem, f"{name}: the corruption went unnoticed"
     assert re.match(message, problem), problem
     assert tree.check_integrity() == problem  # read-only: the same answer twice
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_small_depths_keep_every_invariant_under_random_extends(seed: int) -> None:
+    """Depths 1-6 with sequences that outgrow them, token runs of 1-5 over a 3-token alphabet
+    (repeats, shared suffixes, closing suffixes at every step): every invariant holds after every
+    extend. An open suffix kept one token past D (the closing rule off by one) is C2."""
+    rng = random.Random(seed)
+    depth = 1 + seed % 6
+    tree = SuffixTree(depth)
+    for step in range(25):
+        tree.extend(rng.randrange(3), [rng.randrange(3) for _ in range(rng.randint(1, 5))])
+        assert tree.check_integrity() == "", f"D = {depth}, step {step}"
+
+
+@given(st.lists(st.integers(0, 2), max_size=12), st.lists(st.integers(0, 2), max_size=12), st.integers(0, 14))
+def test_common_suffix_is_the_longest_shared_tail(a: list[int], b: list[int], limit: int) -> None:
+    """``_common_suffix`` (the speculate hint's length) against a brute-force count, at most ``limit``."""
+    limit = min(limit, len(a), len(b))
+    expected = 0
+    while expected < limit and a[len(a) - 1 - expected] == b[len(b) - 1 - expected]:
+        expected += 1
+    assert _common_suffix(a, b, limit) == expected
