@@ -125,6 +125,7 @@ def test_capture_size_rules_one_at_a_time() -> None:
     list is refused."""
     assert default_capture_sizes(64, (1,)) == (1, 2, 4)
     assert default_capture_sizes(64, (16,)) == (1, 2, 4, 8, 16)
+    assert default_capture_sizes(64, (15,)) == (1, 2, 4, 8)  # range(8, c + 1, 8) stops at c
     assert default_capture_sizes(64, (3, 8)) == (3, 8)
     assert default_capture_sizes(64, (3, 8), tensor_parallel_size=2) == (3, 8)  # native SP off: no filter
     assert default_capture_sizes(64, (3, 8), native_sequence_parallelism=True) == (3, 8)  # T = 1: no filter
@@ -136,8 +137,8 @@ def test_capture_size_rules_one_at_a_time() -> None:
 
 def test_pad_to_zero_and_the_table_edges() -> None:
     """No tokens pad to no tokens; the shift table includes the threshold itself, the base table
-    starts above it; the eager table is disabled and empty."""
+    starts above it and includes max_num_batched_tokens itself; the eager table is disabled and empty."""
     assert pad_to(0, SIZES) == 0 and pad_sp(0, SIZES, 2) == 0
-    tables = GraphTables.build((1, 2, 4, 8), sp=2, threshold=8, max_num_batched_tokens=64)
+    tables = GraphTables.build((1, 2, 4, 8), sp=2, threshold=8, max_num_batched_tokens=16)
     assert tables.shift == (8, 4, 2, 1) and tables.base == (16,) and tables.enabled
     assert GraphTables.eager() == GraphTables(base=(), shift=(), sizes=(), enabled=False)

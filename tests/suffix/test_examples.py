@@ -281,6 +281,19 @@ def test_path_score_rounds_counts_past_two_to_the_24_as_float32_first() -> None:
     assert path_score(node, 1, 4, 0.0) == draft.score == f32(3 / 2**24)
 
 
+def test_path_score_stalls_like_float32_when_certain_runs_cross_two_to_the_24() -> None:
+    """A run of certain tokens that carries the score past 2**24 is added one float32 step at a time:
+    2**24 − 2 certain tokens, then a child of the same count with 5 more, scores 2**24 (the sum
+    stalls there), not the exact 2**24 + 3. Hand-built nodes: ``path_score`` reads only lengths and
+    counts, so the 16.7M-token run needs no token list."""
+    top = Node(2, None, [], 2**24 - 2, 2**24 - 2, 2**24 - 2)
+    child = Node(2, top, [], 2**24 + 3, 5, 2**24 + 3)
+    top.children[0] = child
+    top.order.append(child)
+    assert path_score(top, 0, 2**24 + 3, 0.0) == float(2**24)
+    assert path_score(top, 0, 2**24 - 2, 0.0) == float(2**24 - 2)  # the exact sums below 2**24
+
+
 def test_a_min_token_prob_of_one_still_drafts_certain_tokens() -> None:
     """min_token_prob = 1 keeps every token of probability 1. D = 4 and factor 4: the match [3] can go
     three tokens deep (score 3), the longer match [2, 3] only two, so the shorter match wins."""
