@@ -294,6 +294,21 @@ def test_path_score_stalls_like_float32_when_certain_runs_cross_two_to_the_24() 
     assert path_score(top, 0, 2**24 - 2, 0.0) == float(2**24 - 2)  # the exact sums below 2**24
 
 
+def test_path_score_ratio_of_two_counts_past_two_to_the_24() -> None:
+    """Both counts past 2**24 and close together: (2**24 + 1) / (2**24 + 3) is 1 − 2**-23 in float32
+    when divided exactly, but 1 − 2**-22 after each count is rounded to float32 first (2**24 and
+    2**24 + 4), which is what upstream computes. Counts of exactly 2**24 are float32 already."""
+    seq = [5, 6, 7]
+    node = Node(2**24 + 3, None, seq, 1, 1, 1)
+    child = Node(2**24 + 1, node, seq, 2, 1, 2)
+    node.children[6] = child
+    node.order.append(child)
+    rounded_first = f32(f32(float(2**24 + 1)) / f32(float(2**24 + 3)))
+    assert rounded_first == 1 - 2**-22 and f32((2**24 + 1) / (2**24 + 3)) == 1 - 2**-23
+    assert path_draft(node, 1, 4, 0.0).probs == [rounded_first]
+    assert path_score(node, 1, 4, 0.0) == rounded_first
+
+
 def test_a_min_token_prob_of_one_still_drafts_certain_tokens() -> None:
     """min_token_prob = 1 keeps every token of probability 1. D = 4 and factor 4: the match [3] can go
     three tokens deep (score 3), the longer match [2, 3] only two, so the shorter match wins."""
