@@ -129,6 +129,9 @@ def test_error_messages_name_index_and_value() -> None:
     assert tree.num_seqs() == 0
     with pytest.raises(SuffixInputError, match=r"max_depth = 2147483648 is outside int32"):
         SuffixTree(2**31)
+    assert SuffixDecodingCache(64, 2**31 - 1).max_cached_requests == 2**31 - 1  # the largest int32 is allowed
+    with pytest.raises(ValueError, match=r"max_cached_requests must be at most 2\^31"):
+        SuffixDecodingCache(64, 2**31)
     with pytest.raises(TypeError, match="use_tree_spec"):
         tree.speculate([1, 2], 4, 1.0, 0.0, 0.1, 1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="min_token_prob"):
