@@ -261,7 +261,7 @@ class ReferenceRunner:
         out: list[list[int]] = [[] for _ in inputs.partial_prefill]
         if not partial:
             return out
-        rows = partial if inputs.spec is None else [int(inputs.spec.bonus_logits_indices[i]) for i in partial]
+        rows = partial if inputs.spec is None else [int(i) for i in inputs.spec.bonus_logits_indices[partial].tolist()]
         tokens = sample_tokens(logits[rows].to(torch.float32), [0.0] * len(rows), [None] * len(rows))
         for i, token in zip(partial, tokens, strict=True):
             out[i] = [token]

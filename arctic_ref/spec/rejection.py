@@ -237,6 +237,15 @@ def check_noise(noise: RejectionNoise | None, all_greedy: bool, num_tokens: int,
         )
 
 
+def residual_of(
+    probs: Float[Tensor, "rows vocab"], drafts: Int[Tensor, "rows"], draft_probs: Float[Tensor, "rows vocab"] | None
+) -> Float[Tensor, "rows vocab"]:
+    """w of verification.md §1.5: p with the draft's entry zeroed (no draft probs), else (p − q)⁺."""
+    if draft_probs is None:
+        return probs.scatter(1, drafts.unsqueeze(1).long(), 0.0)
+    return (probs - draft_probs).clamp(min=0.0)
+
+
 def recover(
     probs: Float[Tensor, "rows vocab"],
     drafts: Int[Tensor, "rows"],
@@ -244,10 +253,7 @@ def recover(
     exponentials: Float[Tensor, "rows vocab"],
 ) -> Int[Tensor, "rows"]:
     """The exponential race over the residual of each row (its request's E row given per row)."""
-    if draft_probs is None:
-        residual = probs.scatter(1, drafts.unsqueeze(1).long(), 0.0)
-    else:
-        residual = (probs - draft_probs).clamp(min=0.0)
+    residual = residual_of(probs, drafts, draft_probs)
     degenerate = ~(residual > 0).any(dim=1, keepdim=True)
     residual = torch.where(degenerate, probs, residual)
     score = torch.where(residual > 0, residual / exponentials, -1.0)

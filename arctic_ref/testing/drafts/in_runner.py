@@ -135,23 +135,38 @@ def first_difference(intended: DraftTrace, replayed: DraftTrace) -> str:
     return ""
 
 
+def _compare(
+    replay_id: str,
+    drafter: RunnerDrafter,
+    must_fail: bool,
+    theirs: DraftTrace,
+    *,
+    baseline: DraftTrace | None,
+    intended: DraftTrace | None,
+) -> RunnerReplayResult:
+    """A replayed run against the intended run and the no-draft baseline (each traced here unless
+    given), with the replayed run's D2 finding."""
+    base = baseline or trace_drafts(NoDrafter())
+    mine = intended or trace_drafts(replay_drafter(drafter, INTENDED_RULES))
+    return RunnerReplayResult(
+        replay_id=replay_id,
+        drafter=drafter,
+        must_fail=must_fail,
+        first_difference=first_difference(mine, theirs),
+        lossless=mine.outputs == base.outputs and theirs.outputs == base.outputs,
+        intended=mine.stats,
+        replayed=theirs.stats,
+        unsampled_drafts=theirs.unsampled_drafts,
+    )
+
+
 def check_replay_in_runner(
     replay: BugReplay, drafter: RunnerDrafter, *, baseline: DraftTrace | None = None, intended: DraftTrace | None = None
 ) -> RunnerReplayResult:
     """Run ``replay.rules`` and the intended rules under ``drafter``; pass in ``baseline`` (no
     drafts) and ``intended`` to share them between replays."""
-    base = baseline or trace_drafts(NoDrafter())
-    mine = intended or trace_drafts(replay_drafter(drafter, INTENDED_RULES))
     theirs = trace_drafts(replay_drafter(drafter, replay.rules))
-    return RunnerReplayResult(
-        replay_id=replay.id,
-        drafter=drafter,
-        must_fail=replay.must_fail,
-        first_difference=first_difference(mine, theirs),
-        lossless=mine.outputs == base.outputs and theirs.outputs == base.outputs,
-        intended=mine.stats,
-        replayed=theirs.stats,
-    )
+    return _compare(replay.id, drafter, replay.must_fail, theirs, baseline=baseline, intended=intended)
 
 
 def check_runner_replay(
@@ -163,19 +178,8 @@ def check_runner_replay(
 ) -> RunnerReplayResult:
     """Run the intended rules under ``drafter`` with ``replay.stages`` in the runner; the result's
     ``caught_by_rules`` says whether losslessness or D2 caught it (every runner replay must fail)."""
-    base = baseline or trace_drafts(NoDrafter())
-    mine = intended or trace_drafts(replay_drafter(drafter, INTENDED_RULES))
     theirs = trace_drafts(replay_drafter(drafter, INTENDED_RULES), replay.stages)
-    return RunnerReplayResult(
-        replay_id=replay.id,
-        drafter=drafter,
-        must_fail=True,
-        first_difference=first_difference(mine, theirs),
-        lossless=mine.outputs == base.outputs and theirs.outputs == base.outputs,
-        intended=mine.stats,
-        replayed=theirs.stats,
-        unsampled_drafts=theirs.unsampled_drafts,
-    )
+    return _compare(replay.id, drafter, True, theirs, baseline=baseline, intended=intended)
 
 
 def check_replays_in_runner(

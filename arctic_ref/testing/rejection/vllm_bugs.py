@@ -15,7 +15,7 @@ from torch import Tensor
 
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import GREEDY_EPS, PLACEHOLDER_TOKEN_ID
-from arctic_ref.spec.rejection import rejection_sample
+from arctic_ref.spec.rejection import rejection_sample, residual_of
 from arctic_ref.spec.sampling import compute_target_probs, request_of_rows
 
 SamplerFn = Callable[..., Tensor]
@@ -123,10 +123,7 @@ def tail_tile_out_of_vocab(
     if sampling_metadata.all_greedy or vocab % TILE == 0:
         return out
     probs = compute_target_probs(target_logits, cu_num_draft_tokens, sampling_metadata)
-    if draft_probs is None:
-        residual = probs.scatter(1, draft_token_ids.long().unsqueeze(1), 0.0)
-    else:
-        residual = (probs - draft_probs).clamp(min=0.0)
+    residual = residual_of(probs, draft_token_ids, draft_probs)
     tail_empty = ~(residual[:, vocab - vocab % TILE :] > 0).any(dim=1)
     greedy = sampling_metadata.is_greedy(len(num_draft_tokens), out.device)
     drafts, start = draft_token_ids.tolist(), 0
