@@ -70,6 +70,8 @@ def _check_structure(root: Node, seqs: dict[int, list[int]], max_depth: int, num
         for child in node.order:
             if child.parent is not node or node.children[child.first_token()] is not child:
                 return f"C4: child {child.first_token()} of {list(string)} does not link back"
+        if node.until:
+            return f"C5: node {list(string)} owes {node.until - node.since} boundary moves between calls"
         if node is root:
             continue
         assert node.parent is not None

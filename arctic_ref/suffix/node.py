@@ -15,7 +15,7 @@ _LINEAR_SCAN_MAX: Final = 8  # below this, scan instead of bisecting
 class Node:
     """A compressed node: ``length`` tokens ending at ``ref[end - 1]``, at string depth ``depth``."""
 
-    __slots__ = ("children", "count", "depth", "end", "length", "order", "parent", "ref")
+    __slots__ = ("children", "count", "depth", "end", "length", "order", "parent", "ref", "since", "until")
 
     def __init__(self, count: int, parent: "Node | None", ref: list[int], end: int, length: int, depth: int) -> None:
         self.count = count
@@ -26,9 +26,30 @@ class Node:
         self.end = end
         self.length = length
         self.depth = depth
+        # A *follower* (SuffixTree.extend) owes boundary moves: one per token of seq ends
+        # since <= end < until. ``until`` is 0 for every other node and between public calls.
+        self.since = 0
+        self.until = 0
 
     def first_token(self) -> int:
         return self.ref[self.end - self.length]
+
+
+def move_boundary(node: Node, moves: int) -> None:
+    """Move the boundary between ``node`` and its only child down by ``moves`` tokens: the child's
+    first ``moves`` trie nodes join ``node`` (their count became ``node.count``). Settles a follower."""
+    child = node.order[0]
+    ref = child.ref
+    start = child.end - child.length
+    child.length -= moves
+    node.ref = ref
+    node.end = start + moves
+    node.length += moves
+    node.depth += moves
+    node.until = 0
+    children = node.children
+    del children[ref[start]]
+    children[ref[start + moves]] = child
 
 
 def _neg_count(node: Node) -> int:

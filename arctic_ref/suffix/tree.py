@@ -21,6 +21,14 @@ reordering of a node with many children (a bisection on counts). The open suffix
 leaves of one sequence, which only grow — are not stepped per token: ``extend`` catches each up
 once per call, or when a step reaches it, so novel text costs O(shared suffixes) per token.
 
+Copied text is the other common case: an open suffix whose node has one child, one count lower, that
+goes on with the coming tokens. Each token moves that boundary down one token; a *follower* owes those
+moves instead (``since``/``until`` on the node, one per token, counted up front by comparing the
+coming tokens with the child's) and is skipped. It settles them when its run ends, when a step into
+it reads it (from the root, or from the open suffix at its parent), and at the end of the call. When
+its child merges with a grandchild, the moves are owed to the merged node, which begins with the same
+tokens. Every node has ``until == 0`` between public calls.
+
 Speculation walks from the root once per match length, except where the context ends like a live
 sequence named as a hint (the cache's request): those matches are that sequence's open suffixes.
 """
@@ -33,7 +41,7 @@ import numpy as np
 from arctic_ref.suffix.draft import Draft
 from arctic_ref.suffix.drafting import budgets, path_draft, path_score, tree_draft
 from arctic_ref.suffix.integrity import find_violation
-from arctic_ref.suffix.node import Node, demote, index_of, promote
+from arctic_ref.suffix.node import Node, demote, index_of, move_boundary, promote
 from arctic_ref.suffix.validate import check_bool, check_float, check_id, check_int32, check_tokens
 
 
@@ -43,6 +51,16 @@ def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
         return max(limit, 0)
     n = 0
     while a[-1 - n] == b[-1 - n]:  # stops before `limit`: the slices differ
+        n += 1
+    return n
+
+
+def _common_prefix(a: list[int], i: int, b: list[int], j: int, limit: int) -> int:
+    """How many leading tokens ``a[i:]`` and ``b[j:]`` share, at most ``limit`` (≤ both lengths)."""
+    if limit <= 0 or a[i : i + limit] == b[j : j + limit]:
+        return max(limit, 0)
+    n = 0
+    while a[i + n] == b[j + n]:  # stops before `limit`: the slices differ
         n += 1
     return n
 
@@ -100,6 +118,8 @@ class SuffixTree:
             leaf.end = end
             own += 1
         step = self._step
+        first = end  # seq[first:] are this call's tokens
+        last = end + len(new_tokens)  # seq's length after this call
         for token in new_tokens:
             seq.append(token)
             root.count += 1
@@ -109,24 +129,30 @@ class SuffixTree:
             # walkers[k] is where seq[j:end-1] ends, longest first; step each shared one by `token`.
             for k in range(own, len(walkers)):
                 node = walkers[k]
+                until = node.until
+                if until:
+                    if until > end:
+                        continue  # a follower: its move for this token is owed
+                    move_boundary(node, until - node.since)
                 if len(node.order) == 1:
                     # The most common step, inlined (the rest, and the reasons, are in _step).
                     child = node.order[0]
+                    if child.until:
+                        move_boundary(child, end + 1 - child.since)  # a longer follower, stepped already
                     ref = child.ref
                     if ref is seq and child.count == 1 and child.depth != depth_limit:
                         _catch_up(child, end)  # one of ours (a closed leaf has depth D)
                     length = child.length
                     start = child.end - length
                     if length > 1 and node.count == child.count + 1 and ref[start] == token:
-                        # Move the boundary down one token.
-                        child.length = length - 1
-                        node.ref = ref
-                        node.end = start + 1
-                        node.length += 1
-                        node.depth += 1
-                        children = node.children
-                        del children[token]
-                        children[ref[start + 1]] = child
+                        # Move the boundary down one token, and as many more as the coming tokens
+                        # agree with the child's: owed, and settled when something else reads them.
+                        moves = 1 + _common_prefix(new_tokens, end - first, ref, start + 1, min(length - 2, last - end))
+                        if moves == 1:
+                            move_boundary(node, 1)
+                        else:
+                            node.since = end
+                            node.until = end + moves
                         continue
                 walkers[k] = step(node, token, seq, end)
             walkers.append(step(root, token, seq, end))
@@ -137,6 +163,9 @@ class SuffixTree:
                     _catch_up(walkers[0], end)
                     own -= 1
                 del walkers[0]  # that suffix reached length D and is closed
+        for node in walkers[own:]:
+            if node.until:
+                move_boundary(node, node.until - node.since)
         for leaf in walkers[:own]:
             _catch_up(leaf, end)
         self._open[sid] = walkers
@@ -151,6 +180,8 @@ class SuffixTree:
             node.order.append(leaf)  # S1: a new child goes to the end
             self._num_nodes += 1
             return leaf
+        if child.until:
+            move_boundary(child, end + 1 - child.since)  # a longer follower, stepped already
         if child.count == 1 and child.ref is seq and child.depth != self._max_depth:
             _catch_up(child, end)  # one of our stale leaves (a closed leaf has depth D)
         order = node.order
@@ -160,7 +191,7 @@ class SuffixTree:
                 # After the increment `node` is interior. `extend` moves the boundary down itself when
                 # the child is longer, so here the child is one token long: the two merge.
                 child.count = old + 1
-                self._absorb_parent(child)
+                self._absorb_parent(child)  # the parent may be a follower: it owes the same moves to `child`
                 return child
             i = 0
         else:

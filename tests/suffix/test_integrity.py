@@ -103,6 +103,12 @@ def _more_root_tokens(tree: SuffixTree) -> None:
     _root(tree).count += 1
 
 
+def _owed_moves(tree: SuffixTree) -> None:
+    """A follower left unsettled: node [1] still owes two boundary moves."""
+    node = _child(_root(tree), 1)
+    node.since, node.until = 4, 6
+
+
 def _more_nodes_counted(tree: SuffixTree) -> None:
     tree._num_nodes += 1
 
@@ -117,6 +123,7 @@ CORRUPTIONS: dict[str, tuple[Corruption, str]] = {
     "depth": (_deepen, r"^C5: node \[1, 3\] has length 1, depth 2, parent depth 0$"),
     "past-its-list": (_past_its_list, r"^C5: node at depth 1 references 9:10 of a list of 4$"),
     "max-depth": (_lower_max_depth, r"^C2: node \[[0-9, ]+\] is deeper than max_depth 2$"),
+    "owed-moves": (_owed_moves, r"^C5: node \[1\] owes 2 boundary moves between calls$"),
     "unmerged": (_split_unmerged, r"^C5: node \[2\] \(count 1\) has one child of equal count: not merged$"),
     "count": (_set_count(1, 3), r"^C2: count\(\[1\]\) = 3 but it occurs 2 times$"),
     "missing": (_drop_leaf, r"^C2: substring \[3\] occurs 1 times but is not a node$"),

@@ -57,9 +57,15 @@ def token_lists(vocab: int = 4, max_size: int = 8) -> st.SearchStrategy[list[int
 
 @st.composite
 def copied_tokens(draw: Any, sources: list[list[int]], vocab: int = 4, max_size: int = 8) -> list[int]:
-    """Tokens that mostly copy a substring of one of ``sources`` (so paths are shared), with noise."""
+    """Tokens that mostly copy a substring of one of ``sources`` (so paths are shared), with noise;
+    now and then a periodic run (a pattern of 1-3 tokens repeated), where open suffixes nest."""
     live = [s for s in sources if s]
-    if not live or draw(st.integers(0, 3)) == 0:
+    kind = draw(st.integers(0, 4))
+    if kind == 1:
+        pattern = draw(st.lists(st.integers(0, vocab - 1), min_size=1, max_size=3))
+        size = draw(st.integers(0, max_size))
+        return [pattern[i % len(pattern)] for i in range(size)]
+    if not live or kind == 0:
         fresh: list[int] = draw(token_lists(vocab, max_size))
         return fresh
     source = draw(st.sampled_from(live))
