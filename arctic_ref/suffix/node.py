@@ -66,8 +66,8 @@ def first_at_most(order: list[Node], value: int, lo: int, hi: int) -> int:
 
 
 def index_of(order: list[Node], node: Node) -> int:
-    if len(order) <= _LINEAR_SCAN_MAX:
-        return order.index(node)
+    if len(order) <= _LINEAR_SCAN_MAX or order[_LINEAR_SCAN_MAX].count < node.count:
+        return order.index(node)  # it is among the first _LINEAR_SCAN_MAX
     return order.index(node, first_at_most(order, node.count, 0, len(order)))
 
 

@@ -129,11 +129,10 @@ class SuffixTree:
             # walkers[k] is where seq[j:end-1] ends, longest first; step each shared one by `token`.
             for k in range(own, len(walkers)):
                 node = walkers[k]
-                until = node.until
-                if until:
-                    if until > end:
-                        continue  # a follower: its move for this token is owed
-                    move_boundary(node, until - node.since)
+                if node.until > end:
+                    continue  # a follower: its move for this token is owed
+                if node.until:
+                    move_boundary(node, node.until - node.since)  # its last owed move was the one before
                 if len(node.order) == 1:
                     # The most common step, inlined (the rest, and the reasons, are in _step).
                     child = node.order[0]
@@ -208,7 +207,8 @@ class SuffixTree:
             self._num_nodes += 1
             child = head
         child.count = old + 1
-        self._promote(order, i, old)
+        if i and order[i - 1].count <= old + 1:  # otherwise it keeps its place (S2)
+            self._promote(order, i, old)
         return child
 
     def _absorb_parent(self, child: Node) -> None:
