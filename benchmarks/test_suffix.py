@@ -26,7 +26,7 @@ from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
 pytestmark = pytest.mark.skipif(UpstreamSuffixDecodingCache is None, reason="needs arctic-inference 0.3.0")
 
 CONFIG = SimulationConfig(max_depth=64, max_spec_tokens=32)
-ROUNDS = 3
+ROUNDS = 5
 SPECULATE_TARGET = 10.0
 EXTEND_TARGET = 15.0
 SPECULATE_GOAL = 5.0  # issue 14
