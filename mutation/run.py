@@ -56,7 +56,7 @@ PACKAGES: Final[dict[str, Package]] = {
                       ("tree", "node", "drafting", "cache", "heap", "validate", "integrity", "draft")),
         tests=("tests/test_value_types.py",
                *(f"tests/suffix/test_{t}.py" for t in  # fastest first: most mutants die in the first file
-                 ("examples", "integrity", "properties", "mutants", "upstream_differences", "replay", "stateful"))),
+                 ("examples", "integrity", "followers", "properties", "mutants", "upstream_differences", "replay", "stateful"))),
         left_out="simulate, trace_file, workload (the simulator, covered by tests/test_cli.py) and plot (a figure)",
     ),
     "spec": Package(
