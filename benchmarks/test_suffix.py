@@ -1,6 +1,7 @@
 """Suffix decoding: ours against upstream's C++ tree on the code-edit workload, side by side.
 
 Spec suffix-decoding.md §7: one process, interleaved rounds (A B A B …), median of per-round ratios,
+each replay started after a full ``gc.collect()`` (the collector stays on while it runs),
 ``time.perf_counter`` around ``cache.speculate`` and around ``start_request`` + ``add_active_response``;
 a timing from a round whose drafts differ is void. Depth 64, 32 spec tokens, path drafts.
 
@@ -11,6 +12,7 @@ appended token; num_nodes ≤ 2 per live token at every request boundary. Issue 
 ≤ 8x, are printed beside the medians with "met" or "not met". Peak memory is reported, not gated.
 """
 
+import gc
 import statistics
 import tracemalloc
 from typing import Any
@@ -63,7 +65,9 @@ def test_ratios_against_upstream(benchmark: Any, trace: list[TraceRequest]) -> N
             tree = ours_cache._global_tree
             worst_nodes_per_token = max(worst_nodes_per_token, tree.num_nodes() / max(tree.count([]), 1))
 
+        gc.collect()  # the last round's garbage is not collected on this round's clock
         ours = replay(ours_cache, trace, CONFIG, keep_drafts=True, on_request=track)
+        gc.collect()
         theirs = replay(_make("upstream"), trace, CONFIG, keep_drafts=True)
         assert ours.drafts == theirs.drafts, "drafts differ: this round's timing is void"
         a, b = summarize(ours), summarize(theirs)

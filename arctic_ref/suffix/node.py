@@ -7,7 +7,9 @@ among equal counts the order is history, changed only by the rules of suffix-dec
 """
 
 import bisect
-from typing import Final
+import sys
+from types import MappingProxyType
+from typing import Final, cast
 
 _LINEAR_SCAN_MAX: Final = 8  # below this, scan instead of bisecting
 
@@ -20,8 +22,10 @@ class Node:
     def __init__(self, count: int, parent: "Node | None", ref: list[int], end: int, length: int, depth: int) -> None:
         self.count = count
         self.parent = parent
-        self.children: dict[int, Node] = {}
-        self.order: list[Node] = []  # the children in sibling order (non-increasing count)
+        # A childless node shares two read-only empties (fewer objects for the cyclic collector);
+        # ``add_child`` gives it its own containers.
+        self.children: dict[int, Node] = _NO_CHILDREN
+        self.order: list[Node] = _NO_ORDER  # the children in sibling order (non-increasing count)
         self.ref = ref
         self.end = end
         self.length = length
@@ -33,6 +37,24 @@ class Node:
 
     def first_token(self) -> int:
         return self.ref[self.end - self.length]
+
+    def container_bytes(self) -> int:
+        """``sys.getsizeof`` of its children map and order, 0 for the shared empties of a childless node."""
+        own = (c for c in (self.children, self.order) if c is not _NO_CHILDREN and c is not _NO_ORDER)
+        return sum(sys.getsizeof(c) for c in own)
+
+    def add_child(self, token: int, child: "Node") -> None:
+        """Rule S1: a new child, keyed by its first token, goes to the end of the order."""
+        if self.order:
+            self.children[token] = child
+            self.order.append(child)
+        else:
+            self.children = {token: child}
+            self.order = [child]
+
+
+_NO_CHILDREN: Final = cast(dict[int, Node], MappingProxyType({}))  # read-only: adding to it raises
+_NO_ORDER: Final = cast(list[Node], ())
 
 
 def move_boundary(node: Node, moves: int) -> None:

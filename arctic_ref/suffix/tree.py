@@ -175,8 +175,7 @@ class SuffixTree:
         child = node.children.get(token)
         if child is None:
             leaf = Node(1, node, seq, end, 1, node.depth + 1)
-            node.children[token] = leaf
-            node.order.append(leaf)  # S1: a new child goes to the end
+            node.add_child(token, leaf)
             self._num_nodes += 1
             return leaf
         if child.until:
@@ -200,8 +199,7 @@ class SuffixTree:
             head = Node(old, node, child.ref, child.end - child.length + 1, 1, node.depth + 1)
             child.length -= 1
             child.parent = head
-            head.children[child.ref[child.end - child.length]] = child
-            head.order.append(child)
+            head.add_child(child.ref[child.end - child.length], child)
             node.children[token] = head
             order[i] = head
             self._num_nodes += 1
@@ -430,7 +428,7 @@ class SuffixTree:
         stack = [self._root]
         while stack:
             node = stack.pop()
-            total += sys.getsizeof(node) + sys.getsizeof(node.children) + sys.getsizeof(node.order)
+            total += sys.getsizeof(node) + node.container_bytes()
             lists[id(node.ref)] = node.ref
             stack.extend(node.order)
         for tokens in lists.values():

@@ -277,8 +277,7 @@ def test_path_score_rounds_counts_past_two_to_the_24_as_float32_first() -> None:
     seq = [5, 6, 7]
     node = Node(2**24 + 1, None, seq, 1, 1, 1)
     child = Node(3, node, seq, 2, 1, 2)
-    node.children[6] = child
-    node.order.append(child)
+    node.add_child(6, child)
     draft = path_draft(node, 1, 4, 0.0)
     assert draft.probs == [f32(3 / 2**24)]
     assert path_score(node, 1, 4, 0.0) == draft.score == f32(3 / 2**24)
@@ -291,8 +290,7 @@ def test_path_score_stalls_like_float32_when_certain_runs_cross_two_to_the_24() 
     counts, so the 16.7M-token run needs no token list."""
     top = Node(2, None, [], 2**24 - 2, 2**24 - 2, 2**24 - 2)
     child = Node(2, top, [], 2**24 + 3, 5, 2**24 + 3)
-    top.children[0] = child
-    top.order.append(child)
+    top.add_child(0, child)
     assert path_score(top, 0, 2**24 + 3, 0.0) == float(2**24)
     assert path_score(top, 0, 2**24 - 2, 0.0) == float(2**24 - 2)  # the exact sums below 2**24
 
@@ -304,8 +302,7 @@ def test_path_score_ratio_of_two_counts_past_two_to_the_24() -> None:
     seq = [5, 6, 7]
     node = Node(2**24 + 3, None, seq, 1, 1, 1)
     child = Node(2**24 + 1, node, seq, 2, 1, 2)
-    node.children[6] = child
-    node.order.append(child)
+    node.add_child(6, child)
     rounded_first = f32(f32(float(2**24 + 1)) / f32(float(2**24 + 3)))
     assert rounded_first == 1 - 2**-22 and f32((2**24 + 1) / (2**24 + 3)) == 1 - 2**-23
     assert path_draft(node, 1, 4, 0.0).probs == [rounded_first]
@@ -325,23 +322,32 @@ def test_a_min_token_prob_of_one_still_drafts_certain_tokens() -> None:
 
 
 def test_estimate_memory_counts_every_part_once() -> None:
-    """The tree object, its two maps and open-suffix lists, every node with its two containers, and every
-    token list a node or a live sequence refers to, each list once."""
+    """The tree object, its two maps and open-suffix lists, every node with its two containers (a node that
+    never had a child shares two read-only empties, counted nowhere), and every token list a node or a
+    live sequence refers to, each list once."""
     tree = SuffixTree(8)
     tree.extend(0, [1, 2, 3, 1, 2, 4])
     tree.extend(1, [1, 2, 3, 5])
+    tree.extend(2, [7, 8, 9])
+    tree.extend(3, [7, 8])
     tree.remove(0)
+    tree.remove(2)  # [7 8] keeps its own, now empty, containers
     expected = sys.getsizeof(tree) + sys.getsizeof(tree._seqs) + sys.getsizeof(tree._open)
     expected += sum(sys.getsizeof(walkers) for walkers in tree._open.values())
     lists: dict[int, list[int]] = {id(seq): seq for seq in tree._seqs.values()}
     stack = [tree._root]
+    kinds = set()
     while stack:
         node = stack.pop()
-        expected += sys.getsizeof(node) + sys.getsizeof(node.children) + sys.getsizeof(node.order)
+        expected += sys.getsizeof(node)
+        kinds.add(type(node.order).__name__ + ("" if node.order else " (empty)"))
+        if not isinstance(node.order, tuple):  # its own containers
+            expected += sys.getsizeof(node.children) + sys.getsizeof(node.order)
         lists[id(node.ref)] = node.ref
         stack.extend(node.order)
     expected += sum(sys.getsizeof(tokens) + sum(sys.getsizeof(t) for t in tokens) for tokens in lists.values())
     assert len(lists) >= 2  # at least sequence 1's list and the root's empty one
+    assert kinds == {"list", "tuple (empty)", "list (empty)"}  # a leaf that lost its children to remove() too
     assert tree.estimate_memory() == expected
 
 

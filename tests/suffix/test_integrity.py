@@ -70,8 +70,7 @@ def _split_unmerged(tree: SuffixTree) -> None:
     head = Node(leaf.count, root, leaf.ref, leaf.end - leaf.length + 1, 1, 1)
     leaf.length -= 1
     leaf.parent = head
-    head.children[1] = leaf
-    head.order.append(leaf)
+    head.add_child(1, leaf)
     root.children[2] = head
     root.order[root.order.index(leaf)] = head
     tree._num_nodes += 1
