@@ -4,6 +4,7 @@ tests that concern that package; a report of killed, survived, timed-out and equ
     python -m mutation.run --package suffix                  # every mutant (tox -e mutation)
     python -m mutation.run --package all --sample 10 --seed 0 --jobs 2 --report out.json
     python -m mutation.run --package spec --rerun out.json      # the survivors again, after new tests
+    python -m mutation.run --package suffix --changed-since main~3  # only lines changed since then
 
 How it runs: the parent imports torch, numpy, hypothesis and pytest once, then forks one child per
 mutant (never importing arctic_ref itself); the child puts a private copy of the package, with the
@@ -18,8 +19,10 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -182,6 +185,17 @@ def survivor_keys(report: Path) -> set[str]:
     return keys
 
 
+def changed_lines(module: str, since: str, root: Path = ROOT) -> set[int]:
+    """The lines of ``module`` (in the working tree) added or changed since the git revision ``since``."""
+    diff = subprocess.run(["git", "diff", "--unified=0", since, "--", module], cwd=root, check=True,
+                          capture_output=True, text=True).stdout  # fmt: skip
+    lines: set[int] = set()
+    for hunk in re.finditer(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", diff, re.MULTILINE):
+        start, count = int(hunk[1]), int(hunk[2] or 1)
+        lines.update(range(start, start + count))
+    return lines
+
+
 def score(results: list[Result]) -> float:
     counted = [r for r in results if r.outcome != "equivalent"]
     return sum(r.outcome in ("killed", "timeout") for r in counted) / max(len(counted), 1)
@@ -208,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--module", action="append", help="only these modules (repeatable; paths as in the report)")
     parser.add_argument("--limit", type=float, help="seconds per mutant (default: 3 × a clean run + 10, which is run first)")
     parser.add_argument("--rerun", type=Path, help="only the mutants that survived in this earlier --report (after new tests)")
+    parser.add_argument("--changed-since", metavar="REV", help="only mutants on lines added or changed since this git revision")
     args = parser.parse_args(argv)
     names = list(PACKAGES) if args.package == "all" else [args.package]
     everything: dict[str, list[Result]] = {}
@@ -215,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         package = PACKAGES[name]
         modules = [m for m in package.modules if not args.module or m in args.module]
         mutants = [m for module in modules for m in enumerate_mutants(module, (ROOT / module).read_text())]
+        if args.changed_since:
+            changed = {module: changed_lines(module, args.changed_since) for module in modules}
+            mutants = [m for m in mutants if m.line in changed[m.module]]
         if args.rerun:
             survivors = survivor_keys(args.rerun)
             mutants = [m for m in mutants if m.key in survivors]

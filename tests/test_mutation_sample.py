@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mutation.run import changed_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = 10
 
@@ -20,3 +22,15 @@ def test_sampled_mutants_are_killed(tmp_path: Path) -> None:
     print(run.stdout)
     assert run.returncode == 0, f"a sampled mutant survived (or the run failed):\n{run.stdout}\n{run.stderr[-3000:]}"
     assert report.is_file()
+
+
+def test_changed_lines_are_those_added_or_changed_since_a_revision(tmp_path: Path) -> None:
+    """``--changed-since``: a changed line, two added ones and none for a deleted one (its neighbours keep)."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    (tmp_path / "m.py").write_text("a = 1\nb = 2\nc = 3\nd = 4\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "m.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    (tmp_path / "m.py").write_text("a = 1\nb = 5\nc = 3\nx = 0\ny = 0\n")  # b changed, d deleted, x y added
+    assert changed_lines("m.py", "HEAD", root=tmp_path) == {2, 4, 5}
+    assert changed_lines("m.py", "HEAD~0", root=tmp_path) == {2, 4, 5}
