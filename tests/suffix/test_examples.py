@@ -96,14 +96,17 @@ def test_accepted_token_kinds() -> None:
     tree = SuffixTree(4)
     tree.extend(-3, [-(2**31) + 2, 2**31 - 1, np.int64(7), True, Index()])  # type: ignore[list-item]
     tree.extend(2**31 - 1, np.array([1, 2], dtype=np.uint8)[::-1])
+    tree.extend(5, np.array([], dtype=np.int64))  # nothing to append: no sequence 5
     assert tree.num_seqs() == 2 and tree.check_integrity() == ""
     assert tree.children([2**31 - 1]) == [(7, 1)]
 
 
 @pytest.mark.parametrize(
     "bad",
-    [[-(2**31)], [-(2**31) + 1], [2**31], [1.5], ["x"], [None], "ab", b"ab", 5, np.array([[1]]), np.array([1.0])],
-    ids=["min", "min+1", "2^31", "float", "str-el", "None", "str", "bytes", "int", "2d", "float-array"],
+    [[-(2**31)], [-(2**31) + 1], [2**31], [1.5], ["x"], [None], "ab", b"ab", 5, np.array([[1]]), np.array([1.0]),
+     np.array([4, -(2**31)], dtype=np.int32), np.array([4, 2**31], dtype=np.int64)],
+    ids=["min", "min+1", "2^31", "float", "str-el", "None", "str", "bytes", "int", "2d", "float-array",
+         "min-in-array", "2^31-in-array"],
 )
 def test_bad_tokens_change_nothing(bad: object) -> None:
     """§2.2 / X2 / X5: rejected before any change, with a SuffixInputError."""

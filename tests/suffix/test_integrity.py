@@ -76,6 +76,26 @@ def _split_unmerged(tree: SuffixTree) -> None:
     tree._num_nodes += 1
 
 
+def _before_its_list(tree: SuffixTree) -> None:
+    _child(_root(tree), 3).depth = 5  # its string would start before the list does
+
+
+def _too_many_nodes(tree: SuffixTree) -> None:
+    """Cut the leaves [2 1 3] and [1 | 2 1 3] into one-token nodes: 9 nodes for 4 live tokens (the
+    chains are unmerged too, but the bound is checked first)."""
+    for leaf in (_child(_root(tree), 2), _child(_child(_root(tree), 1), 2)):
+        while leaf.length > 1:
+            parent = leaf.parent
+            assert parent is not None
+            head = Node(leaf.count, parent, leaf.ref, leaf.end - leaf.length + 1, 1, parent.depth + 1)
+            leaf.length -= 1
+            leaf.parent = head
+            head.add_child(leaf.first_token(), leaf)
+            parent.children[head.first_token()] = head
+            parent.order[parent.order.index(leaf)] = head
+            tree._num_nodes += 1
+
+
 def _past_its_list(tree: SuffixTree) -> None:
     _child(_root(tree), 3).end = 10
 
@@ -121,6 +141,8 @@ CORRUPTIONS: dict[str, tuple[Corruption, str]] = {
     "parent": (_unlink, r"^C4: child 3 of \[\] does not link back$"),
     "depth": (_deepen, r"^C5: node \[1, 3\] has length 1, depth 2, parent depth 0$"),
     "past-its-list": (_past_its_list, r"^C5: node at depth 1 references 9:10 of a list of 4$"),
+    "before-its-list": (_before_its_list, r"^C5: node at depth 5 references -1:4 of a list of 4$"),
+    "too-many-nodes": (_too_many_nodes, r"^C5: 9 nodes exceed 2 x 4 live tokens$"),
     "max-depth": (_lower_max_depth, r"^C2: node \[[0-9, ]+\] is deeper than max_depth 2$"),
     "owed-moves": (_owed_moves, r"^C5: node \[1\] owes 2 boundary moves between calls$"),
     "unmerged": (_split_unmerged, r"^C5: node \[2\] \(count 1\) has one child of equal count: not merged$"),
