@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arctic_ref.suffix import SuffixTree
+from arctic_ref.suffix.integrity import _check_counts
 from arctic_ref.suffix.node import Node
 from arctic_ref.suffix.tree import _common_suffix
 
@@ -96,6 +97,17 @@ def _too_many_nodes(tree: SuffixTree) -> None:
             tree._num_nodes += 1
 
 
+def _lower_max_depth_to_zero(tree: SuffixTree) -> None:
+    tree._max_depth = 0
+
+
+def _phantom_leaf(tree: SuffixTree) -> None:
+    """A leaf [9] of count 1 that no sequence holds (its own one-token list, so it reads fine)."""
+    root = _root(tree)
+    root.add_child(9, Node(1, root, [9], 1, 1, 1))
+    tree._num_nodes += 1
+
+
 def _past_its_list(tree: SuffixTree) -> None:
     _child(_root(tree), 3).end = 10
 
@@ -143,6 +155,8 @@ CORRUPTIONS: dict[str, tuple[Corruption, str]] = {
     "past-its-list": (_past_its_list, r"^C5: node at depth 1 references 9:10 of a list of 4$"),
     "before-its-list": (_before_its_list, r"^C5: node at depth 5 references -1:4 of a list of 4$"),
     "too-many-nodes": (_too_many_nodes, r"^C5: 9 nodes exceed 2 x 4 live tokens$"),
+    "max-depth-zero": (_lower_max_depth_to_zero, r"^C2: node \[[0-9, ]+\] is deeper than max_depth 0$"),
+    "phantom": (_phantom_leaf, r"^C2: count\(\[9\]\) = 1 but it occurs 0 times$"),
     "max-depth": (_lower_max_depth, r"^C2: node \[[0-9, ]+\] is deeper than max_depth 2$"),
     "owed-moves": (_owed_moves, r"^C5: node \[1\] owes 2 boundary moves between calls$"),
     "unmerged": (_split_unmerged, r"^C5: node \[2\] \(count 1\) has one child of equal count: not merged$"),
@@ -186,3 +200,15 @@ def test_common_suffix_is_the_longest_shared_tail(a: list[int], b: list[int], li
     while expected < limit and a[len(a) - 1 - expected] == b[len(b) - 1 - expected]:
         expected += 1
     assert _common_suffix(a, b, limit) == expected
+
+
+def test_c3_is_named_when_it_alone_fails() -> None:
+    """C3 with its numbers, on a hand-made graph that passes C2 (every string a live substring with its
+    count) but not C3: [1] of sequence [1] has a second node [1] below it, so nothing ends at [1].
+    Built directly, since C4 and C5 would object to the graph first in ``check_integrity``."""
+    seq = [1]
+    root = Node(1, None, [], 0, 0, 0)
+    node = Node(1, root, seq, 1, 1, 1)
+    root.add_child(1, node)
+    node.add_child(1, Node(1, node, seq, 1, 1, 1))
+    assert _check_counts(root, {0: seq}, 4, 2) == "C3: count([1]) - children = 0, but 1 occurrences end there"
