@@ -1,8 +1,8 @@
 """Followers (``SuffixTree.extend``): boundary moves owed over a run of agreeing tokens and settled when
 something else reads the nodes. Periodic text is where the settling orders matter — a follower is read
-by the root step, by a shorter open suffix stepping into it, and by a longer one whose node merges into
-its child — so these cases are periodic, with every depth and every way of cutting the run into calls,
-against the brute-force oracle (counts *and* sibling order) after every call."""
+by the root step and by a shorter open suffix stepping into it, and a longer one's node may merge into
+its child meanwhile — so these cases are periodic, with every depth and every way of cutting the run
+into calls, against the brute-force oracle (counts *and* sibling order) after every call."""
 
 import itertools
 
@@ -17,7 +17,7 @@ DEPTHS = (-1, 2, 3, 4, 5, 6, 8)
 
 
 def _runs(pattern: list[int], repeats: int, noise_at: int | None) -> list[int]:
-    tokens = (pattern * repeats)[: len(pattern) * repeats]
+    tokens = pattern * repeats
     if noise_at is not None:
         tokens[noise_at % len(tokens)] = 3
     return tokens
@@ -55,10 +55,9 @@ def test_a_follower_keeps_its_owed_moves_when_its_child_merges_into_a_grandchild
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "limit", "expected"),
-    [([1, 2, 3], [1, 2, 3], 3, 3), ([1, 2, 3], [1, 2, 4], 3, 2), ([5, 1, 2], [1, 9], 1, 1), ([1], [2], 1, 0),
-     ([1, 2], [1, 2], 0, 0), ([1, 2], [1, 2], -1, 0)],
+    ("a", "i", "b", "limit", "expected"),
+    [([1, 2, 3], 0, [1, 2, 3], 3, 3), ([1, 2, 3], 0, [1, 2, 4], 3, 2), ([5, 1, 2], 1, [1, 9], 1, 1),
+     ([1], 0, [2], 1, 0), ([1, 2], 0, [1, 2], 0, 0), ([1, 2], 0, [1, 2], -1, 0)],
 )  # fmt: skip
-def test_common_prefix(a: list[int], b: list[int], limit: int, expected: int) -> None:
-    start = 1 if a[:1] == [5] else 0
-    assert _common_prefix(a, start, b, 0, limit) == expected
+def test_common_prefix(a: list[int], i: int, b: list[int], limit: int, expected: int) -> None:
+    assert _common_prefix(a, i, b, 0, limit) == expected

@@ -64,17 +64,22 @@ def _drop_leaf(tree: SuffixTree) -> None:
     tree._num_nodes -= 1
 
 
+def _cut_after_first_token(tree: SuffixTree, node: Node) -> None:
+    """Split ``node``'s first token into a head of the same count (an unmerged chain)."""
+    parent = node.parent
+    assert parent is not None
+    head = Node(node.count, parent, node.ref, node.end - node.length + 1, 1, parent.depth + 1)
+    node.length -= 1
+    node.parent = head
+    head.add_child(node.first_token(), node)
+    parent.children[head.first_token()] = head
+    parent.order[parent.order.index(node)] = head
+    tree._num_nodes += 1
+
+
 def _split_unmerged(tree: SuffixTree) -> None:
     """Cut the leaf [2 1 3] after its first token: a node [2] with one child of its own count."""
-    root = _root(tree)
-    leaf = root.children[2]
-    head = Node(leaf.count, root, leaf.ref, leaf.end - leaf.length + 1, 1, 1)
-    leaf.length -= 1
-    leaf.parent = head
-    head.add_child(1, leaf)
-    root.children[2] = head
-    root.order[root.order.index(leaf)] = head
-    tree._num_nodes += 1
+    _cut_after_first_token(tree, _child(_root(tree), 2))
 
 
 def _before_its_list(tree: SuffixTree) -> None:
@@ -86,15 +91,7 @@ def _too_many_nodes(tree: SuffixTree) -> None:
     chains are unmerged too, but the bound is checked first)."""
     for leaf in (_child(_root(tree), 2), _child(_child(_root(tree), 1), 2)):
         while leaf.length > 1:
-            parent = leaf.parent
-            assert parent is not None
-            head = Node(leaf.count, parent, leaf.ref, leaf.end - leaf.length + 1, 1, parent.depth + 1)
-            leaf.length -= 1
-            leaf.parent = head
-            head.add_child(leaf.first_token(), leaf)
-            parent.children[head.first_token()] = head
-            parent.order[parent.order.index(leaf)] = head
-            tree._num_nodes += 1
+            _cut_after_first_token(tree, leaf)
 
 
 def _lower_max_depth_to_zero(tree: SuffixTree) -> None:
