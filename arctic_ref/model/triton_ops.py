@@ -130,24 +130,26 @@ if TRITON_AVAILABLE:
     @triton.jit
     def _attention_split_kernel(  # type: ignore[no-untyped-def]
         q_ptr, cos_ptr, sin_ptr, pos_ptr, real_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr,
-        q_row, q_head, context, kv_heads, head_dim, group, scale, splits,
+        q_row, q_head, context, kv_heads, head_dim, scale, splits,
         WIDE: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PER_SPLIT: tl.constexpr,
+        GROUP: tl.constexpr, BLOCK_G: tl.constexpr,
     ):  # fmt: skip
-        """Program (row, query head, split): keys [split·PER_SPLIT, (split+1)·PER_SPLIT) ∩
-        [0, context) of the head's KV head: running max m, denominator Σ exp(s − m), Σ p·v. Key
-        index c is allowed iff c ≤ positions[row] and the row is real (``allowed_keys``)."""
+        """Program (row, KV head, split): keys [split·PER_SPLIT, (split+1)·PER_SPLIT) ∩ [0, context)
+        of the KV head, for each of its GROUP query heads: running max m, denominator Σ exp(s − m),
+        Σ p·v. Each key tile is read once for the whole group (GQA); every head's arithmetic is the
+        one-head kernel's, in the same order. Key index c is allowed iff c ≤ positions[row] and the
+        row is real (``allowed_keys``)."""
         row = tl.program_id(0).to(tl.int64)
-        head = tl.program_id(1).to(tl.int64)
+        kvh = tl.program_id(1).to(tl.int64)
         split = tl.program_id(2).to(tl.int64)
-        kvh = head // group
         d = tl.arange(0, BLOCK_D)
         dmask = d < head_dim
-        q = _rotated_row(q_ptr + row * q_row + head * q_head, cos_ptr, sin_ptr, row, head_dim, WIDE, BLOCK_D)
-        q = _opmath(q, WIDE)
+        g = tl.arange(0, BLOCK_G)
+        compute = tl.float64 if WIDE else tl.float32
         last = tl.where(tl.load(real_ptr + row) != 0, tl.load(pos_ptr + row), -1)
-        m = tl.max(tl.full((BLOCK_N,), -float("inf"), q.dtype), axis=0)
-        denom = tl.sum(tl.zeros((BLOCK_N,), q.dtype), axis=0)
-        acc = tl.zeros((BLOCK_D,), q.dtype)
+        m = tl.full((BLOCK_G,), -float("inf"), compute)
+        denom = tl.zeros((BLOCK_G,), compute)
+        acc = tl.zeros((BLOCK_G, BLOCK_D), compute)
         start = split * PER_SPLIT
         for offset in tl.static_range(0, PER_SPLIT, BLOCK_N):
             c = start + offset + tl.arange(0, BLOCK_N)
@@ -157,18 +159,27 @@ if TRITON_AVAILABLE:
             kvmask = ok[:, None] & dmask[None, :]
             k = _opmath(tl.load(kc_ptr + kv_offs, mask=kvmask, other=0.0), WIDE)
             v = _opmath(tl.load(vc_ptr + kv_offs, mask=kvmask, other=0.0), WIDE)
-            scores = tl.where(ok, tl.sum(q[None, :] * k, axis=1) * scale, -float("inf"))
-            new_m = tl.maximum(m, tl.max(scores, axis=0))
-            shift = tl.where(new_m == -float("inf"), 0.0, new_m)
-            alpha = _exp(m - shift)
-            p = _exp(scores - shift)
-            denom = denom * alpha + tl.sum(p, axis=0)
-            acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
-            m = new_m
-        out = (row * kv_heads * group + head) * splits + split
-        tl.store(m_ptr + out, m)
-        tl.store(denom_ptr + out, denom)
-        tl.store(acc_ptr + out * head_dim + d, acc, mask=dmask)
+            for h in tl.static_range(GROUP):
+                head = kvh * GROUP + h
+                q = _rotated_row(q_ptr + row * q_row + head * q_head, cos_ptr, sin_ptr, row, head_dim, WIDE, BLOCK_D)
+                q = _opmath(q, WIDE)
+                mine = g == h
+                m_h = tl.sum(tl.where(mine, m, 0.0), axis=0)  # x + 0 is x: exact
+                denom_h = tl.sum(tl.where(mine, denom, 0.0), axis=0)
+                acc_h = tl.sum(tl.where(mine[:, None], acc, 0.0), axis=0)
+                scores = tl.where(ok, tl.sum(q[None, :] * k, axis=1) * scale, -float("inf"))
+                new_m = tl.maximum(m_h, tl.max(scores, axis=0))
+                shift = tl.where(new_m == -float("inf"), 0.0, new_m)
+                alpha = _exp(m_h - shift)
+                p = _exp(scores - shift)
+                denom = tl.where(mine, denom_h * alpha + tl.sum(p, axis=0), denom)
+                acc = tl.where(mine[:, None], (acc_h * alpha + tl.sum(p[:, None] * v, axis=0))[None, :], acc)
+                m = tl.where(mine, new_m, m)
+        out = (row * kv_heads * GROUP + kvh * GROUP + g) * splits + split
+        gmask = g < GROUP
+        tl.store(m_ptr + out, m, mask=gmask)
+        tl.store(denom_ptr + out, denom, mask=gmask)
+        tl.store(acc_ptr + out[:, None] * head_dim + d[None, :], acc, mask=gmask[:, None] & dmask[None, :])
 
     @triton.jit
     def _attention_combine_kernel(  # type: ignore[no-untyped-def]
@@ -324,11 +335,11 @@ def decode_attention(
     denom = torch.empty_like(m)
     acc = torch.empty((rows, q_heads, splits, head_dim), dtype=compute, device=q.device)
     block_d = triton.next_power_of_2(head_dim)
-    _attention_split_kernel[(rows, q_heads, splits)](
+    _attention_split_kernel[(rows, kv_heads, splits)](
         q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc,
-        q.stride(0), q.stride(1), context, kv_heads, head_dim, group, head_dim**-0.5, splits,
-        WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, num_warps=warps,
-        enable_fp_fusion=False,
+        q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits,
+        WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, GROUP=group,
+        BLOCK_G=triton.next_power_of_2(group), num_warps=warps, enable_fp_fusion=False,
     )  # fmt: skip
     out = torch.empty((rows, q_heads, head_dim), dtype=q.dtype, device=q.device)
     _attention_combine_kernel[(rows, q_heads)](

@@ -1,5 +1,5 @@
 """``RejectionSampler``: ``rejection_sample`` with its fixed cost removed on CUDA, by replaying the whole
-call (value checks, noise, the three fused kernels) as one CUDA graph per input signature.
+call (noise, then the two fused kernels, which also check the values) as one CUDA graph per input signature.
 
 Where the fixed cost went (one H200, B × K = 1 × 4, V = 128,256): a blocking device-to-host copy for
 the value rules of verification.md §1.2, a second one for the NaN rule (item 5), the two noise draws
@@ -13,7 +13,7 @@ The graph path keeps the contract:
   bit-identical to ``rejection_sample`` under the same seed.
 - **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
   before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are
-  checked inside the graph (``check_values``) and come back with the NaN flag in a pinned buffer the
+  checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in a pinned buffer the
   graph writes last; the wait for it is the call's only synchronisation. On a value error the
   default generator's offset is restored to its value before the call and ``validate_inputs`` raises
   its usual message; the output copy is never handed out. The kernels never read out of bounds on bad
@@ -46,7 +46,7 @@ from arctic_ref.spec.rejection import (
     validate_host_inputs,
     validate_inputs,
 )
-from arctic_ref.spec.rejection_triton import NAN_MESSAGE, check_values, fused_kernels, fused_supported
+from arctic_ref.spec.rejection_triton import NAN_MESSAGE, ValueChecks, fused_kernels, fused_supported
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 CAPACITY: Final = 16
@@ -66,9 +66,11 @@ class _Captured:
     expected_cu: Tensor
     out: Tensor
     flags: Tensor
-    """int32 [2]: the value-rule bits of ``check_values``, then the NaN flag."""
+    """int32 [2]: the value-rule bits (``ValueChecks``), then the NaN flag."""
     host_flags: Tensor
     """Pinned host copy of ``flags``, written by the graph's last node."""
+    counters: Tensor
+    """The kernels' arrival counters, zero between replays."""
 
 
 def _tensor_key(tensor: Tensor) -> _TensorKey:
@@ -183,18 +185,19 @@ class RejectionSampler:
         flags = torch.zeros(2, dtype=torch.int32, device=device)
         host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)
 
+        counters = torch.zeros(draft_token_ids.shape[0] + len(num_draft_tokens), dtype=torch.int32, device=device)
+        checks = ValueChecks(
+            cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random, flags=flags
+        )
+
         def body() -> Tensor:
             assert meta.temperature is not None
-            temperature = meta.temperature.to(torch.float32).contiguous()
-            check_values(
-                cu_num_draft_tokens, expected_cu, draft_token_ids, temperature, target_logits.shape[1],
-                meta.all_greedy, meta.all_random, flags,
-            )  # fmt: skip
             noise = draw_noise(num_draft_tokens, target_logits.shape[1], meta, profile=self.profile, device=device)
             assert noise is not None
             out, _ = fused_kernels(
                 draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
-                bonus_column(bonus_token_ids), temperature, noise.uniforms, noise.exponentials, nan_flag=flags[1:],
+                bonus_column(bonus_token_ids), meta.temperature, noise.uniforms, noise.exponentials, checks=checks,
+                counters=counters,
             )  # fmt: skip
             host_flags.copy_(flags, non_blocking=True)
             return out
@@ -205,6 +208,8 @@ class RejectionSampler:
         generator.set_offset(offset)  # the warm-up calls drew noise; capturing draws none
         if len(self._graphs) >= self.capacity:
             self._graphs.popitem(last=False)
-        captured = _Captured(graph=graph, expected_cu=expected_cu, out=out, flags=flags, host_flags=host_flags)
+        captured = _Captured(
+            graph=graph, expected_cu=expected_cu, out=out, flags=flags, host_flags=host_flags, counters=counters
+        )
         self._graphs[key] = captured
         return captured

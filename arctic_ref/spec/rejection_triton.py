@@ -15,6 +15,7 @@ expression (``softmax_rows``), so the readable reference and this path see ident
 divisions are IEEE round-to-nearest (``div_rn``), as torch's.
 """
 
+from dataclasses import dataclass
 from typing import Final
 
 import torch
@@ -49,9 +50,10 @@ if TRITON_AVAILABLE:
         parts = tl.arange(0, CHUNKS)
         mask = parts < nchunks
         slot = row * CHUNKS + parts
-        a = tl.load(part_m_ptr + slot, mask=mask, other=-float("inf"))
-        b = tl.load(part_s_ptr + slot, mask=mask, other=0.0)
-        i = tl.load(part_i_ptr + slot, mask=mask, other=2147483647)
+        # through L2 (.cg): in the fused path other programs of this launch wrote them
+        a = tl.load(part_m_ptr + slot, mask=mask, other=-float("inf"), cache_modifier=".cg")
+        b = tl.load(part_s_ptr + slot, mask=mask, other=0.0, cache_modifier=".cg")
+        i = tl.load(part_i_ptr + slot, mask=mask, other=2147483647, cache_modifier=".cg")
         m = tl.max(a, axis=0)
         shift = tl.where(m == -float("inf"), 0.0, m)  # a row of -inf only: no NaN
         s = tl.sum(b * _exp(a - shift), axis=0)
@@ -116,82 +118,124 @@ if TRITON_AVAILABLE:
         return m, s
 
     @triton.jit
+    def _partial(logits_ptr, temp_ptr, req, row, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,  # type: ignore[no-untyped-def]
+                 HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+        """Row ``row`` (of request ``req``) over vocabulary chunk ``part``: the raw maximum and its
+        first index (greedy rows) or the online softmax statistics of x/τ (random rows)."""
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req)
+        greedy = tau < 1e-5
+        base = logits_ptr + row * stride
+        lo = part * chunk
+        hi = tl.minimum(lo + chunk, vocab)
+        a = -float("inf")
+        b = 0.0
+        index = 0
+        if greedy:  # greedy rows need only the raw argmax, random rows only m and s
+            a, index = _argmax_loop(base, lo, hi, BLOCK)
+        elif tau == 1.0:  # x / 1 == x exactly: the division is skipped, not approximated
+            a, b = _stats_loop(base, lo, hi, tau, False, BLOCK)
+        else:
+            a, b = _stats_loop(base, lo, hi, tau, True, BLOCK)
+        slot = row * CHUNKS + part
+        tl.store(part_m_ptr + slot, a)
+        tl.store(part_s_ptr + slot, b)
+        tl.store(part_i_ptr + slot, index)
+
+    @triton.jit
     def _partial_kernel(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, cu_ptr, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,
         HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
-        """Program (i, j, c): row j of request i over vocabulary chunk c — the raw maximum and its
-        first index (greedy rows) or the online softmax statistics of x/τ (random rows)."""
+        """Program (i, j, c): ``_partial`` of row j of request i over vocabulary chunk c."""
         req = tl.program_id(0)
         j = tl.program_id(1)
         part = tl.program_id(2)
         end = tl.load(cu_ptr + req).to(tl.int64)
         begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
         if j < end - begin:
-            row = begin + j
-            tau = 1.0
-            if HAS_TEMP:
-                tau = tl.load(temp_ptr + req)
-            greedy = tau < 1e-5
-            base = logits_ptr + row * stride
-            lo = part * chunk
-            hi = tl.minimum(lo + chunk, vocab)
-            a = -float("inf")
-            b = 0.0
-            index = 0
-            if greedy:  # greedy rows need only the raw argmax, random rows only m and s
-                a, index = _argmax_loop(base, lo, hi, BLOCK)
-            elif tau == 1.0:  # x / 1 == x exactly: the division is skipped, not approximated
-                a, b = _stats_loop(base, lo, hi, tau, False, BLOCK)
-            else:
-                a, b = _stats_loop(base, lo, hi, tau, True, BLOCK)
-            slot = row * CHUNKS + part
-            tl.store(part_m_ptr + slot, a)
-            tl.store(part_s_ptr + slot, b)
-            tl.store(part_i_ptr + slot, index)
+            _partial(logits_ptr, temp_ptr, req, begin + j, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride,
+                     chunk, HAS_TEMP, CHUNKS, BLOCK)  # fmt: skip
 
     @triton.jit
-    def _verify_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-        accept_ptr, argmax_ptr, bad_ptr, nan_flag_ptr, vocab, stride, nchunks,
-        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr,
+    def _last_to_arrive(counter_ptr, arrivals):  # type: ignore[no-untyped-def]
+        """True in the last of ``arrivals`` programs to call this on ``counter_ptr``, which it
+        resets to zero for the next launch. Each caller's earlier stores are visible to that last
+        program's later loads through L2 (the barrier orders every thread's stores before the
+        release; readers load with ``.cg``)."""
+        tl.debug_barrier()
+        arrived = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu")
+        last = arrived == arrivals - 1
+        if last:
+            tl.store(counter_ptr, 0)
+        return last
+
+    @triton.jit
+    def _verify_row(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
+        accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks,
+        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
     ):  # fmt: skip
-        """Program (i, j): draft j of request i — its merged chunk partials (softmax statistics or
+        """Draft row ``row`` of request ``req``: its merged chunk partials (softmax statistics or
         raw argmax), p(d) and the acceptance."""
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req)
+        greedy = tau < 1e-5
+        tau = tl.where(greedy, 1.0, tau)
+        base = logits_ptr + row * stride
+        m, s, raw_index = _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS)
+        raw_best = m
+        if greedy:
+            m = -float("inf")
+            s = 0.0
+        d = tl.load(draft_ptr + row)
+        d = tl.where((d >= 0) & (d < vocab), d, 0)  # in range once validated; a graph reads before it knows
+        pd = _div(_exp(_div(tl.load(base + d), tau) - m), s)
+        q = 1.0
+        if HAS_Q:
+            q = tl.load(q_ptr + row * vocab + d)
+        u = tl.load(u_ptr + row)
+        ratio = _div(pd, q)
+        accept = tl.where(greedy, raw_index == d, (q > 0) & (pd > 0) & (ratio.to(tl.float64) >= u))
+        bad = tl.where(greedy, raw_best != raw_best, pd != pd)
+        tl.store(m_ptr + row, m)
+        tl.store(s_ptr + row, s)
+        tl.store(accept_ptr + row, accept.to(tl.int8))
+        tl.store(argmax_ptr + row, raw_index)
+        tl.store(bad_ptr + row, bad.to(tl.int8))
+
+    @triton.jit
+    def _stats_verify_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
+        accept_ptr, argmax_ptr, bad_ptr, row_counter_ptr, vocab, stride, chunk, nchunks,
+        check_cu_ptr, expected_ptr, flags_ptr, num_reqs, total,
+        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
+        CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr,
+    ):  # fmt: skip
+        """Program (i, j, c): ``_partial`` of row j of request i over chunk c; the row's last chunk
+        program to finish verifies the row (``_verify_row``, partials merged in chunk order). With
+        ``CHECK``, program (0, 0, 0) also writes the value rules' bits to ``flags[0]`` and zeroes the
+        NaN flag ``flags[1]``, which ``_race_finish_kernel`` raises."""
         req = tl.program_id(0)
         j = tl.program_id(1)
+        part = tl.program_id(2)
+        if CHECK:  # noqa: SIM102 - a constexpr test, then a runtime one (Triton compiles them apart)
+            if (req == 0) & (j == 0) & (part == 0):
+                _check_rules(check_cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
+                             ALL_GREEDY, ALL_RANDOM, 1024)  # fmt: skip
         end = tl.load(cu_ptr + req).to(tl.int64)
         begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
         if j < end - begin:
             row = begin + j
-            tau = 1.0
-            if HAS_TEMP:
-                tau = tl.load(temp_ptr + req)
-            greedy = tau < 1e-5
-            tau = tl.where(greedy, 1.0, tau)
-            base = logits_ptr + row * stride
-            m, s, raw_index = _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS)
-            raw_best = m
-            if greedy:
-                m = -float("inf")
-                s = 0.0
-            d = tl.load(draft_ptr + row)
-            d = tl.where((d >= 0) & (d < vocab), d, 0)  # in range once validated; a graph reads before it knows
-            pd = _div(_exp(_div(tl.load(base + d), tau) - m), s)
-            q = 1.0
-            if HAS_Q:
-                q = tl.load(q_ptr + row * vocab + d)
-            u = tl.load(u_ptr + row)
-            ratio = _div(pd, q)
-            accept = tl.where(greedy, raw_index == d, (q > 0) & (pd > 0) & (ratio.to(tl.float64) >= u))
-            bad = tl.where(greedy, raw_best != raw_best, pd != pd)
-            tl.store(m_ptr + row, m)
-            tl.store(s_ptr + row, s)
-            tl.store(accept_ptr + row, accept.to(tl.int8))
-            tl.store(argmax_ptr + row, raw_index)
-            tl.store(bad_ptr + row, bad.to(tl.int8))
-            if HAS_NAN_FLAG:  # one flag for the whole call, zeroed by _check_kernel
-                tl.atomic_max(nan_flag_ptr, bad.to(tl.int32))
+            _partial(logits_ptr, temp_ptr, req, row, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,
+                     HAS_TEMP, CHUNKS, BLOCK)  # fmt: skip
+            if _last_to_arrive(row_counter_ptr + row, nchunks):
+                _verify_row(
+                    logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
+                    accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, HAS_TEMP, HAS_Q, CHUNKS,
+                )  # fmt: skip
 
     @triton.jit
     def _accepted_prefix(accept_ptr, begin, n):  # type: ignore[no-untyped-def]
@@ -233,17 +277,14 @@ if TRITON_AVAILABLE:
         return best, best_index
 
     @triton.jit
-    def _race_chunk_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr, part_index_ptr,
-        vocab, stride, chunk, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
+    def _race_chunk(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr, part_index_ptr,
+        req, part, begin, end, vocab, stride, chunk, CHUNKS: tl.constexpr, HAS_TEMP: tl.constexpr,
+        HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
-        """Program (i, c): the exponential race of request i's rejected row over vocabulary chunk c.
+        """The exponential race of request ``req``'s rejected row over vocabulary chunk ``part``.
         Partial results: the best residual score and index, and the best p-score and index (the
         degenerate-residual fallback)."""
-        req = tl.program_id(0)
-        part = tl.program_id(1)
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
         accepted = _accepted_prefix(accept_ptr, begin, end - begin)
         tau = 1.0
         if HAS_TEMP:
@@ -270,22 +311,19 @@ if TRITON_AVAILABLE:
                 fallback, fallback_index = _race_loop(
                     base, e_base, q_base, lo, hi, d, m, s, tau, False, HAS_Q, True, BLOCK
                 )
-        slot = req.to(tl.int64) * tl.num_programs(1) * 2 + part * 2
+        slot = req.to(tl.int64) * CHUNKS * 2 + part * 2
         tl.store(part_score_ptr + slot, best)
         tl.store(part_index_ptr + slot, best_index)
         tl.store(part_score_ptr + slot + 1, fallback)
         tl.store(part_index_ptr + slot + 1, fallback_index)
 
     @triton.jit
-    def _finish_kernel(  # type: ignore[no-untyped-def]
-        temp_ptr, cu_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
-        out_cols, HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, COLS: tl.constexpr,
+    def _finish_request(  # type: ignore[no-untyped-def]
+        temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
+        req, begin, end, out_cols, HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, COLS: tl.constexpr,
     ):  # fmt: skip
-        """Program i: the first rejection of request i, its final token (bonus, greedy argmax, or the
-        race's winner: the first chunk's among equal scores) and the whole left-packed output row."""
-        req = tl.program_id(0)
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        """Request ``req``'s first rejection, its final token (bonus, greedy argmax, or the race's
+        winner: the first chunk's among equal scores) and the whole left-packed output row."""
         n = end - begin
         accepted = _accepted_prefix(accept_ptr, begin, n)
         cols = tl.arange(0, COLS)
@@ -302,10 +340,11 @@ if TRITON_AVAILABLE:
             else:
                 parts = tl.arange(0, CHUNKS)
                 base = req.to(tl.int64) * CHUNKS * 2 + parts * 2
-                scores = tl.load(part_score_ptr + base)
-                indices = tl.load(part_index_ptr + base)
-                p_scores = tl.load(part_score_ptr + base + 1)
-                p_indices = tl.load(part_index_ptr + base + 1)
+                # through L2 (.cg): other programs of this launch wrote them
+                scores = tl.load(part_score_ptr + base, cache_modifier=".cg")
+                indices = tl.load(part_index_ptr + base, cache_modifier=".cg")
+                p_scores = tl.load(part_score_ptr + base + 1, cache_modifier=".cg")
+                p_indices = tl.load(part_index_ptr + base + 1, cache_modifier=".cg")
                 best = tl.max(scores, axis=0)
                 winner = tl.min(tl.where(scores == best, indices, 2147483647), axis=0)
                 p_best = tl.max(p_scores, axis=0)
@@ -313,15 +352,41 @@ if TRITON_AVAILABLE:
                 final = tl.where(best >= 0, winner, p_winner).to(tl.int64)
         tl.store(row_out + accepted, final.to(tl.int32))
 
+    @triton.jit
+    def _race_finish_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bonus_ptr,
+        bad_ptr, part_score_ptr, part_index_ptr, request_counter_ptr, out_ptr, nan_flag_ptr, vocab, stride, chunk,
+        out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
+        COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr,
+    ):  # fmt: skip
+        """Program (i, c): ``_race_chunk`` of request i over chunk c; the request's last chunk
+        program to finish writes its output row (``_finish_request``) and, with ``HAS_NAN_FLAG``,
+        raises the call's NaN flag if any of the request's rows is bad."""
+        req = tl.program_id(0)
+        part = tl.program_id(1)
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        _race_chunk(logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr,
+                    part_index_ptr, req, part, begin, end, vocab, stride, chunk, CHUNKS, HAS_TEMP, HAS_Q, BLOCK)  # fmt: skip
+        if _last_to_arrive(request_counter_ptr + req, CHUNKS):
+            _finish_request(temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr,
+                            out_ptr, req, begin, end, out_cols, HAS_TEMP, CHUNKS, COLS)  # fmt: skip
+            if HAS_NAN_FLAG:
+                bad = 0
+                for r in range(begin, end):
+                    bad = tl.maximum(bad, tl.load(bad_ptr + r).to(tl.int32))
+                if bad > 0:
+                    tl.atomic_max(nan_flag_ptr, 1)
 
     @triton.jit
-    def _check_kernel(  # type: ignore[no-untyped-def]
+    def _check_rules(  # type: ignore[no-untyped-def]
         cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
         ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
-        """One program: the value rules of verification.md §1.2 as bits of ``flags[0]`` — 1: cu differs
-        from the expected cumsum, 2: a draft id outside [0, V), 4: the greedy flags disagree with the
-        temperatures, 8: a random request's temperature is not finite."""
+        """The value rules of verification.md §1.2 as bits of ``flags[0]`` — 1: cu differs from the
+        expected cumsum, 2: a draft id outside [0, V), 4: the greedy flags disagree with the
+        temperatures, 8: a random request's temperature is not finite — and ``flags[1]`` (the NaN
+        flag) zeroed."""
         bad_cu = 0
         random = 0
         bad_temp = 0
@@ -342,19 +407,21 @@ if TRITON_AVAILABLE:
         flags = tl.where(bad_cu > 0, 1, 0) + tl.where(bad_id > 0, 2, 0) + tl.where(bad_temp > 0, 8, 0)
         flags += tl.where(((random > 0) == ALL_GREEDY) | ((random == num_reqs) != ALL_RANDOM), 4, 0)
         tl.store(flags_ptr, flags)
-        tl.store(flags_ptr + 1, 0)  # the NaN flag, raised by _verify_kernel
+        tl.store(flags_ptr + 1, 0)
 
 
-def check_values(
-    cu_num_draft_tokens: Tensor, expected_cu: Tensor, draft_token_ids: Tensor, temperature: Tensor, vocab: int,
-    all_greedy: bool, all_random: bool, flags: Tensor,
-) -> None:  # fmt: skip
-    """``_check_kernel`` into ``flags[0]``, and ``flags[1]`` zeroed for ``fused_kernels``' NaN flag (no
-    synchronisation: the caller reads them when it must)."""
-    _check_kernel[(1,)](
-        cu_num_draft_tokens, expected_cu, draft_token_ids, temperature, flags, expected_cu.shape[0],
-        draft_token_ids.shape[0], vocab, ALL_GREEDY=all_greedy, ALL_RANDOM=all_random, BLOCK=1024,
-    )  # fmt: skip
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValueChecks:
+    """The value rules checked inside ``fused_kernels``' first launch (no synchronisation: the
+    caller reads ``flags`` when it must). ``cu_num_draft_tokens`` is the caller's tensor, checked
+    against ``expected_cu`` (the host counts' cumsum, which the kernels run on)."""
+
+    cu_num_draft_tokens: Tensor
+    all_greedy: bool
+    all_random: bool
+    flags: Tensor
+    """int32 [2]: the value-rule bits (``_check_rules``), then the NaN flag (verification.md §1.2
+    item 5), raised by the second launch."""
 
 
 def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor | None, profile_name: str) -> bool:
@@ -440,49 +507,61 @@ def fused_kernels(
     *,
     block: int = BLOCK,
     warps: int = 8,
-    chunks: int = CHUNKS,
     race_block: int = 2048,
-    nan_flag: Tensor | None = None,
+    checks: ValueChecks | None = None,
+    counters: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """The whole verification in four kernels on validated inputs (greedy rows by τ < 1e-5):
-    statistics partials of every draft row over ``STATS_CHUNK`` columns each; verify every draft row;
-    race each rejected row over ``CHUNKS`` vocabulary chunks in parallel; finish each request's
-    output row. Returns the output and the per-row NaN flags, unread (no sync:
-    capturable in a CUDA graph)."""
+    """The whole verification in two launches on validated inputs (greedy rows by τ < 1e-5):
+
+    1. statistics partials of every draft row over ``STATS_CHUNK`` columns each, the row verified
+       by its last chunk program (``checks``: the value rules too);
+    2. the race of each rejected row over ``CHUNKS`` vocabulary chunks, each request's output row
+       written by its last chunk program (``checks``: the NaN flag raised too).
+
+    ``counters`` (int32, at least rows + requests, all zero; the kernels leave them zero) lets a
+    caller keep them between calls, as a CUDA graph does; otherwise they are allocated. Returns the
+    output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
     num_reqs, vocab = exponentials.shape
     rows = draft_token_ids.shape[0]
     device = target_logits.device
     logits = target_logits.contiguous()
     m = torch.empty(max(rows, 1), dtype=torch.float32, device=device)
     s = torch.empty_like(m)
-    accept = torch.ones(max(rows, 1), dtype=torch.int8, device=device)
+    accept = torch.empty(max(rows, 1), dtype=torch.int8, device=device)  # every row's is written
     argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
-    bad = torch.zeros(max(rows, 1), dtype=torch.int8, device=device)
-    scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
-    indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
+    bad = (torch.empty if rows else torch.zeros)(max(rows, 1), dtype=torch.int8, device=device)
+    scores = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.float32, device=device)
+    indices = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.int64, device=device)
     out = torch.empty(num_reqs, max_spec_len + 1, dtype=torch.int32, device=device)
     temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
     drafts = draft_token_ids.contiguous()
+    if counters is None:
+        counters = torch.zeros(rows + num_reqs, dtype=torch.int32, device=device)
+    elif counters.dtype != torch.int32 or counters.numel() < rows + num_reqs:
+        raise ValueError(f"counters: int32 with at least {rows + num_reqs} elements, got {counters.dtype} "
+                         f"{tuple(counters.shape)}")  # fmt: skip
     has_temp, has_q = temperature is not None, draft_probs is not None
-    chunk = triton.cdiv(vocab, chunks)
-    if rows:
-        part_m, part_s, part_i, nchunks, padded = stats_partials(
-            logits, temperature if temperature is None else temp, cu, max_spec_len, block=block, warps=warps
-        )
-        _verify_kernel[(num_reqs, max(max_spec_len, 1))](
-            logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad,
-            bad if nan_flag is None else nan_flag, vocab,
-            logits.stride(0), nchunks, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded,
-            HAS_NAN_FLAG=nan_flag is not None,
+    nchunks = triton.cdiv(vocab, STATS_CHUNK)
+    padded = triton.next_power_of_2(nchunks)
+    part_m = torch.empty(max(rows, 1) * padded, dtype=torch.float32, device=device)
+    part_s = torch.empty_like(part_m)
+    part_i = torch.empty(max(rows, 1) * padded, dtype=torch.int64, device=device)
+    flags = checks.flags if checks is not None else m
+    if rows or checks is not None:
+        _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
+            logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad, counters,
+            vocab, logits.stride(0), STATS_CHUNK, nchunks,
+            cu if checks is None else checks.cu_num_draft_tokens, cu, flags, num_reqs, rows,
+            HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=min(block, STATS_CHUNK),
+            CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
+            ALL_RANDOM=checks is not None and checks.all_random, num_warps=warps,
         )  # fmt: skip
-        _race_chunk_kernel[(num_reqs, chunks)](
-            logits, temp, cu, drafts, q, exponentials, m, s, accept, scores, indices, vocab, logits.stride(0), chunk,
-            HAS_TEMP=has_temp, HAS_Q=has_q, BLOCK=race_block, num_warps=8,
-        )  # fmt: skip
-    _finish_kernel[(num_reqs,)](
-        temp, cu, drafts, accept, argmax, bonus_token_ids.contiguous(), scores, indices, out, max_spec_len + 1,
-        HAS_TEMP=has_temp, CHUNKS=chunks, COLS=triton.next_power_of_2(max_spec_len + 1),
+    _race_finish_kernel[(num_reqs, CHUNKS)](
+        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus_token_ids.contiguous(), bad,
+        scores, indices, counters[rows:], out, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, CHUNKS),
+        max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=CHUNKS, BLOCK=race_block,
+        COLS=triton.next_power_of_2(max_spec_len + 1), HAS_NAN_FLAG=checks is not None, num_warps=8,
     )  # fmt: skip
     return out, bad

@@ -1,5 +1,5 @@
 """Times ``decode_attention`` tilings at Llama-3-8B head shapes (bf16, context 1056) for a decode
-row, a verify step of 8 rows and 8 decode requests (diagnostic script, not a test).
+row, verify steps of 8 and 16 rows and 8, 32 and 128 decode requests (diagnostic script, not a test).
 
 python -m benchmarks.gpu.tune_attention   (from the repository root, on a GPU)
 """
@@ -16,11 +16,13 @@ from benchmarks.cuda_timing import median_ms
 
 CUDA = torch.device("cuda")
 CONTEXT, HEADS, KV_HEADS, D = 1056, 32, 8, 128
-cache = KVCache.allocate(layers=1, num_blocks=8 * CONTEXT // BLOCK_SIZE + 1, heads=KV_HEADS, head_dim=D,
+cache = KVCache.allocate(layers=1, num_blocks=128 * CONTEXT // BLOCK_SIZE + 1, heads=KV_HEADS, head_dim=D,
                          dtype=torch.bfloat16, device=CUDA, fill=0.0)  # fmt: skip
 cache.keys[0].normal_()
 cache.values[0].normal_()
-for name, requests, per in (("decode B=1", 1, 1), ("verify 1+7", 1, 8), ("decode B=8", 8, 1)):
+CASES = (("decode B=1", 1, 1), ("verify 1+7", 1, 8), ("verify 1+15", 1, 16), ("decode B=8", 8, 1),
+         ("decode B=32", 32, 1), ("decode B=128", 128, 1))  # fmt: skip
+for name, requests, per in CASES:
     rows = requests * per
     owner = torch.arange(rows, device=CUDA) // per
     slots = (owner[:, None] * CONTEXT + BLOCK_SIZE + torch.arange(CONTEXT, device=CUDA)[None, :]).contiguous()
@@ -28,7 +30,8 @@ for name, requests, per in (("decode B=1", 1, 1), ("verify 1+7", 1, 8), ("decode
     meta = BatchedAttention(context_slots=slots, real=torch.ones(rows, dtype=torch.bool, device=CUDA))
     cos, sin = rope_tables(positions, D, 500_000.0, torch.bfloat16)
     q = torch.randn(rows, HEADS, D, device=CUDA).to(torch.bfloat16)
-    for tiling in ((64, 64, 2), (64, 64, 1), (32, 32, 1), (128, 64, 2), (64, 32, 2)):
+    kv_bytes = requests * CONTEXT * KV_HEADS * D * 2 * 2
+    for tiling in ((32, 32, 1), (32, 32, 2), (32, 32, 4), (64, 32, 2), (64, 64, 2), (64, 64, 4), (128, 64, 4)):
         call = partial(decode_attention, q, cos, sin, positions, slots, meta.real, cache.keys[0], cache.values[0],
                        tiling=tiling)  # fmt: skip
         call()
@@ -36,4 +39,5 @@ for name, requests, per in (("decode B=1", 1, 1), ("verify 1+7", 1, 8), ("decode
         with torch.cuda.graph(graph):
             for _ in range(32):  # one per layer, as in a step
                 call()
-        print(f"{name}: tiling {tiling}: {median_ms(graph.replay, runs=30, warmup=3) * 1e3 / 32:.2f} us per layer")
+        us = median_ms(graph.replay, runs=30, warmup=3) * 1e3 / 32
+        print(f"{name}: tiling {tiling}: {us:.2f} us per layer ({kv_bytes / (us * 1e-6) / 1e12:.2f} TB/s of KV)")
