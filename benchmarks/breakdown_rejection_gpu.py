@@ -10,6 +10,7 @@ the one read-back, the output copy).
 import time
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from arctic_ref.spec import RejectionSampler, SamplingMetadata, draw_noise, rejection_sample
 from arctic_ref.spec.profile import INTENDED
@@ -53,6 +54,11 @@ def breakdown(reqs: int, drafts: int) -> None:
     print(f"\n{reqs}x{drafts}:")
     for name, fn in stages.items():
         print(f"  {name:24s} {median_ms(fn, runs=100, warmup=10) * 1e3:9.1f} us")
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(20):
+            graph.replay()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=50))
     start = time.perf_counter()
     for _ in range(1000):
         _graph_key(*args, INTENDED)

@@ -87,7 +87,7 @@ def fused_forward(
     for layer in range(config.num_hidden_layers):
         p = f"model.layers.{layer}."
         x, h = ops.add_rms_norm(x, delta, model.w(p + "input_layernorm.weight"), eps)
-        qkv = h @ model.w(p + QKV).T
+        qkv = ops.linear(h, model.w(p + QKV))
         n = qkv.shape[0]
         q, k, v = torch.split(qkv, [hq * d, hk * d, hk * d], dim=1)
         q, k, v = q.view(n, hq, d), k.view(n, hk, d), v.view(n, hk, d)
@@ -102,10 +102,10 @@ def fused_forward(
         o = o.reshape(o.shape[0], -1)
         if sp is not None:
             o = plan.groups.exchange.heads_to_seq(o, sp)
-        delta = plan.groups.tp.all_reduce(o @ model.w(p + "self_attn.o_proj.weight").T)
+        delta = plan.groups.tp.all_reduce(ops.linear(o, model.w(p + "self_attn.o_proj.weight")))
         x, h = ops.add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
-        up = ops.silu_mul(h @ model.w(p + GATE_UP).T)
-        delta = plan.groups.tp.all_reduce(up @ model.w(p + "mlp.down_proj.weight").T)
+        up = ops.silu_mul(ops.linear(h, model.w(p + GATE_UP)))
+        delta = plan.groups.tp.all_reduce(ops.linear(up, model.w(p + "mlp.down_proj.weight")))
     _, out = ops.add_rms_norm(x, delta, model.w("model.norm.weight"), eps)
     if sp is not None:
         out = sp.all_gather(out)

@@ -1,4 +1,4 @@
-"""``LayerOps``: the four per-layer operations the fused forward calls, as a frozen value passed
+"""``LayerOps``: the five per-layer operations the fused forward calls, as a frozen value passed
 down. ``TORCH_OPS`` writes each one with the reference's own torch functions (any device, any
 dtype): it is the specification every kernel set is tested against, and with it the fused
 forward's structure (packed projections, RoPE after the Ulysses exchange, the add+norm pairing)
@@ -19,6 +19,7 @@ AddRmsNorm = Callable[[Tensor, Tensor | None, Tensor, float], tuple[Tensor, Tens
 RopeWriteCache = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], None]
 DecodeAttention = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
 SiluMul = Callable[[Tensor], Tensor]
+Linear = Callable[[Tensor, Tensor], Tensor]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,13 +27,14 @@ class LayerOps:
     """``add_rms_norm(x, δ | None, weight, eps) → (x + δ, rms_norm(x + δ))``;
     ``rope_write_cache(k, v, cos, sin, slots, key_cache, value_cache)``;
     ``decode_attention(q, cos, sin, positions, context_slots, real, key_cache, value_cache)``;
-    ``silu_mul(gate_up) → silu(gate) · up``."""
+    ``silu_mul(gate_up) → silu(gate) · up``; ``linear(x, weight) → x · weightᵀ`` (the projections)."""
 
     name: str
     add_rms_norm: AddRmsNorm
     rope_write_cache: RopeWriteCache
     decode_attention: DecodeAttention
     silu_mul: SiluMul
+    linear: Linear
 
 
 def torch_add_rms_norm(
@@ -67,4 +69,10 @@ def torch_silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "r
     return F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
 
 
-TORCH_OPS = LayerOps("torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_silu_mul)
+def torch_linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Tensor, "rows n"]:
+    return x @ weight.T
+
+
+TORCH_OPS = LayerOps(
+    "torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_silu_mul, torch_linear
+)

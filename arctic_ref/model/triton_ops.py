@@ -6,10 +6,14 @@ with the reference's roundings.
   (float32 inside, ``weight · normed`` in the model's op-math type) — one read of x, δ and the weight.
 * ``rope_write_cache``: RoPE of the new keys with the step's cos/sin tables and the K/V cache write
   at ``slot_mapping`` (slot −1, a pad row, writes nothing).
-* ``decode_attention``: RoPE of the queries, then causal attention over each row's context slots
-  (one program per row, query head and 32 keys, flash-decoding style, then combined): softmax and P·v in float32 (float64
-  for float64 models), as the reference.
+* ``decode_attention``: RoPE of the queries, then causal attention over each row's context slots,
+  flash-decoding style (one program per row, KV head and split of the keys, reading each KV tile
+  once for the head's whole query group, then the splits combined): softmax and P·v in float32
+  (float64 for float64 models), as the reference. bfloat16 runs on tensor cores, with p split into
+  three bfloat16 parts so that P·v keeps float32 accuracy.
 * ``silu_mul``: ``silu(gate) · up`` from the packed gate_up projection.
+* ``linear``: x·Wᵀ; up to 16 bfloat16 rows, one tensor-core kernel that reads each weight row once
+  (float32 accumulation, as cuBLAS, summed in another order); otherwise torch's matmul.
 
 Roundings: every product and sum the reference rounds to the model dtype is rounded here too (the
 bfloat16 RoPE and SwiGLU steps are equal bit for bit); float32 contraction into FMAs is turned off
@@ -42,6 +46,10 @@ BLOCK_KEYS: Final = 32  # keys per inner tile
 # row; (64, 64, 2) takes 33.5 and 8.4; (64, 64, 4) takes 47.9 and 11.0.
 WARPS: Final = 1
 SILU_BLOCK: Final = 1024
+SKINNY_ROWS: Final = 16  # rows up to which ``linear`` streams the weight with its own kernel
+MMA_BLOCK_KEYS: Final = 64  # keys per tensor-core tile
+MMA_WARPS: Final = 4
+MMA_PROGRAMS: Final = 512  # programs the tensor-core kernel aims for (132 SMs, several resident each)
 
 if TRITON_AVAILABLE:
 
@@ -182,6 +190,82 @@ if TRITON_AVAILABLE:
         tl.store(acc_ptr + out[:, None] * head_dim + d[None, :], acc, mask=gmask[:, None] & dmask[None, :])
 
     @triton.jit
+    def _split_dot(p, v):  # type: ignore[no-untyped-def]
+        """p·v for float32 p and bfloat16 v on tensor cores, to float32 accuracy: p = p₁ + p₂ + p₃
+        in bfloat16 parts (each the rounding of what the earlier parts leave, so the rest is below
+        2⁻²⁴·p), each product exact in the float32 accumulator."""
+        p1 = p.to(v.dtype)
+        rest = p - p1.to(tl.float32)
+        p2 = rest.to(v.dtype)
+        p3 = (rest - p2.to(tl.float32)).to(v.dtype)
+        return tl.dot(p3, v, tl.dot(p2, v, tl.dot(p1, v)))
+
+    @triton.jit
+    def _attention_mma_kernel(  # type: ignore[no-untyped-def]
+        q_ptr, cos_ptr, sin_ptr, pos_ptr, real_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr, out_ptr,
+        q_row, q_head, context, kv_heads, head_dim, scale, splits, per_split,
+        GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+        DIRECT: tl.constexpr,
+    ):  # fmt: skip
+        """Program (row, KV head, split), bfloat16 caches: the split kernel's partials for the
+        GROUP query heads of a KV head (rows of a tensor-core tile, padded to BLOCK_G ≥ 16), keys
+        [split·per_split, (split+1)·per_split) ∩ [0, positions[row]] ∩ [0, context). q·k is one
+        bfloat16 product per key (exact in float32), p·v is ``_split_dot``: the sums run in another
+        order, as in the split kernel. ``DIRECT`` (one split): the output itself, as the combine
+        kernel computes it from a single split."""
+        row = tl.program_id(0).to(tl.int64)
+        kvh = tl.program_id(1).to(tl.int64)
+        split = tl.program_id(2).to(tl.int64)
+        d = tl.arange(0, BLOCK_D)
+        dmask = d < head_dim
+        g = tl.arange(0, BLOCK_G)
+        gmask = g < GROUP
+        heads = kvh * GROUP + g
+        half = head_dim // 2
+        q_base = q_ptr + row * q_row + heads[:, None] * q_head
+        q_mask = gmask[:, None] & dmask[None, :]
+        x = tl.load(q_base + d[None, :], mask=q_mask, other=0.0)
+        x_rot = tl.load(q_base + ((d + half) % head_dim)[None, :], mask=q_mask, other=0.0)
+        cos = tl.load(cos_ptr + row * head_dim + d, mask=dmask, other=0.0)
+        sin = tl.load(sin_ptr + row * head_dim + d, mask=dmask, other=0.0)
+        q = _rope(x, x_rot, cos[None, :], sin[None, :], d[None, :], half, False)
+        real = tl.load(real_ptr + row) != 0
+        last = tl.where(real, tl.load(pos_ptr + row), -1)
+        m = tl.full((BLOCK_G,), -float("inf"), tl.float32)
+        denom = tl.zeros((BLOCK_G,), tl.float32)
+        acc = tl.zeros((BLOCK_G, BLOCK_D), tl.float32)
+        lo = split * per_split
+        hi = tl.minimum(tl.minimum(lo + per_split, last + 1), context)
+        for start in range(lo, hi, BLOCK_N):
+            c = start + tl.arange(0, BLOCK_N)
+            ok = c < hi
+            slot = tl.load(context_ptr + row * context + c, mask=ok, other=0)
+            kv_offs = (slot[:, None] * kv_heads + kvh) * head_dim + d[None, :]
+            kv_mask = ok[:, None] & dmask[None, :]
+            k = tl.load(kc_ptr + kv_offs, mask=kv_mask, other=0.0)
+            v = tl.load(vc_ptr + kv_offs, mask=kv_mask, other=0.0)
+            scores = tl.where(ok[None, :], tl.dot(q, tl.trans(k)) * scale, -float("inf"))
+            new_m = tl.maximum(m, tl.max(scores, axis=1))
+            shift = tl.where(new_m == -float("inf"), 0.0, new_m)
+            alpha = _exp(m - shift)
+            p = _exp(scores - shift[:, None])
+            denom = denom * alpha + tl.sum(p, axis=1)
+            acc = acc * alpha[:, None] + _split_dot(p, v)
+            m = new_m
+        if DIRECT:  # the combine kernel's arithmetic over one split
+            shift = tl.where(m == -float("inf"), 0.0, m)
+            weight = _exp(m - shift)
+            safe = tl.where(real, denom * weight, 1.0)
+            o = tl.where(real, _divide(acc * weight[:, None], safe[:, None], False), 0.0)
+            target = (row * kv_heads * GROUP + heads) * head_dim
+            tl.store(out_ptr + target[:, None] + d[None, :], o.to(out_ptr.dtype.element_ty), mask=q_mask)
+        else:
+            out = (row * kv_heads * GROUP + heads) * splits + split
+            tl.store(m_ptr + out, m, mask=gmask)
+            tl.store(denom_ptr + out, denom, mask=gmask)
+            tl.store(acc_ptr + out[:, None] * head_dim + d[None, :], acc, mask=q_mask)
+
+    @triton.jit
     def _attention_combine_kernel(  # type: ignore[no-untyped-def]
         m_ptr, denom_ptr, acc_ptr, real_ptr, out_ptr, q_heads, head_dim, splits,
         WIDE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -222,6 +306,28 @@ if TRITON_AVAILABLE:
         g = _opmath(gate, WIDE)
         silu = _divide(g, 1.0 + _exp(-g), WIDE).to(dtype)
         tl.store(out_ptr + row * inter + offs, (_opmath(silu, WIDE) * _opmath(up, WIDE)).to(dtype), mask=mask)
+
+
+    @triton.jit
+    def _skinny_linear_kernel(  # type: ignore[no-untyped-def]
+        x_ptr, w_ptr, y_ptr, rows, n_out, k_in, x_stride,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    ):  # fmt: skip
+        """Program n: y[:, n·BLOCK_N : (n+1)·BLOCK_N] = x·Wᵀ for at most BLOCK_M rows of x, one
+        tensor-core product per BLOCK_K slice of the weight rows (read once, in order), float32
+        accumulation, one rounding to y's dtype."""
+        n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        m = tl.arange(0, BLOCK_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        for k0 in range(0, k_in, BLOCK_K):
+            k = k0 + tl.arange(0, BLOCK_K)
+            x = tl.load(x_ptr + m[:, None] * x_stride + k[None, :], mask=(m[:, None] < rows) & (k[None, :] < k_in),
+                        other=0.0)  # fmt: skip
+            w = tl.load(w_ptr + n[:, None].to(tl.int64) * k_in + k[None, :],
+                        mask=(n[:, None] < n_out) & (k[None, :] < k_in), other=0.0)  # fmt: skip
+            acc = tl.dot(x, tl.trans(w), acc)
+        tl.store(y_ptr + m[:, None] * n_out + n[None, :], acc.to(y_ptr.dtype.element_ty),
+                 mask=(m[:, None] < rows) & (n[None, :] < n_out))  # fmt: skip
 
 
 def _require(condition: bool, message: str) -> None:
@@ -302,15 +408,18 @@ def rope_write_cache(
 def decode_attention(
     q: Float[Tensor, "rows qheads head_dim"], cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"],
     positions: Int[Tensor, "rows"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
-    key_cache: Tensor, value_cache: Tensor, *, tiling: tuple[int, int, int] = (KEYS_PER_SPLIT, BLOCK_KEYS, WARPS),
+    key_cache: Tensor, value_cache: Tensor, *, tiling: tuple[int, int, int] | None = None,
 ) -> Float[Tensor, "rows qheads head_dim"]:  # fmt: skip
     """Attention of RoPE(q) over each row's context slots ``[0, positions[row]]`` (the reference's
     ``batched_attention`` of ``apply_rope(q)`` with ``allowed_keys``); pad rows give zeros. ``tiling``: keys per
-    program, keys per inner tile (a power of two dividing the first), warps per program."""
+    program, keys per inner tile (a power of two dividing the first), warps per program; by default
+    ``attention_tiling``'s. bfloat16 runs ``_attention_mma_kernel`` (tensor cores), other dtypes the
+    split kernel."""
     rows, q_heads, head_dim = q.shape
     kv_heads = key_cache.shape[2]
     context = context_slots.shape[1]
-    per_split, block_n, warps = tiling
+    mma = uses_tensor_cores(q, key_cache)
+    per_split, block_n, warps = attention_tiling(rows, kv_heads, context, mma) if tiling is None else tiling
     _on_cuda(q=q, cos=cos, sin=sin, positions=positions, context_slots=context_slots, real=real,
              key_cache=key_cache, value_cache=value_cache)  # fmt: skip
     _require(q_heads % kv_heads == 0, f"{q_heads} query heads over {kv_heads} KV heads")
@@ -335,18 +444,45 @@ def decode_attention(
     denom = torch.empty_like(m)
     acc = torch.empty((rows, q_heads, splits, head_dim), dtype=compute, device=q.device)
     block_d = triton.next_power_of_2(head_dim)
-    _attention_split_kernel[(rows, kv_heads, splits)](
-        q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc,
-        q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits,
-        WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, GROUP=group,
-        BLOCK_G=triton.next_power_of_2(group), num_warps=warps, enable_fp_fusion=False,
-    )  # fmt: skip
     out = torch.empty((rows, q_heads, head_dim), dtype=q.dtype, device=q.device)
+    if mma:
+        _attention_mma_kernel[(rows, kv_heads, splits)](
+            q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc, out,
+            q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits, per_split,
+            GROUP=group, BLOCK_G=max(16, triton.next_power_of_2(group)), BLOCK_D=block_d, BLOCK_N=block_n,
+            DIRECT=splits == 1, num_warps=warps, enable_fp_fusion=False,
+        )  # fmt: skip
+        if splits == 1:
+            return out
+    else:
+        _attention_split_kernel[(rows, kv_heads, splits)](
+            q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc,
+            q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits,
+            WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, GROUP=group,
+            BLOCK_G=triton.next_power_of_2(group), num_warps=warps, enable_fp_fusion=False,
+        )  # fmt: skip
     _attention_combine_kernel[(rows, q_heads)](
         m, denom, acc, real, out, q_heads, head_dim, splits,
         WIDE=_wide(q), BLOCK_S=triton.next_power_of_2(splits), BLOCK_D=block_d, enable_fp_fusion=False,
     )  # fmt: skip
     return out
+
+
+def uses_tensor_cores(q: Tensor, key_cache: Tensor) -> bool:
+    """``decode_attention`` runs its tensor-core kernel: bfloat16 queries and cache, head_dim ≥ 16."""
+    return q.dtype == key_cache.dtype == torch.bfloat16 and q.shape[-1] >= 16
+
+
+def attention_tiling(rows: int, kv_heads: int, context: int, tensor_cores: bool) -> tuple[int, int, int]:
+    """(keys per program, keys per tile, warps). The split kernel: ``KEYS_PER_SPLIT``, ``BLOCK_KEYS``,
+    ``WARPS``. The tensor-core kernel: 64-key tiles and 4 warps, and as few splits as still give
+    ``MMA_PROGRAMS`` programs (rows × KV heads × splits): one split, and no combine launch, once the
+    rows alone fill the GPU."""
+    if not tensor_cores:
+        return KEYS_PER_SPLIT, BLOCK_KEYS, WARPS
+    tiles = triton.cdiv(max(context, 1), MMA_BLOCK_KEYS)
+    splits = min(tiles, triton.cdiv(MMA_PROGRAMS, rows * kv_heads))
+    return MMA_BLOCK_KEYS * triton.cdiv(tiles, splits), MMA_BLOCK_KEYS, MMA_WARPS
 
 
 def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows inter"]:
@@ -363,4 +499,22 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
     return out
 
 
-TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, silu_mul)
+def linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Tensor, "rows n"]:
+    """x·Wᵀ: for at most ``SKINNY_ROWS`` bfloat16 rows on CUDA (decode and verify steps) one
+    ``_skinny_linear_kernel`` launch that streams the weight once; otherwise torch's matmul."""
+    rows, k_in = x.shape
+    n_out = weight.shape[0]
+    _require(weight.shape[1] == k_in, f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
+    skinny = x.is_cuda and x.dtype == weight.dtype == torch.bfloat16 and 0 < rows <= SKINNY_ROWS
+    if not (skinny and weight.is_contiguous() and x.stride(1) == 1):
+        return x @ weight.T
+    y = torch.empty((rows, n_out), dtype=x.dtype, device=x.device)
+    block_n = 32 if n_out <= 4096 else 64
+    _skinny_linear_kernel[(triton.cdiv(n_out, block_n),)](
+        x, weight, y, rows, n_out, k_in, x.stride(0), BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=256, num_warps=4,
+        num_stages=4,
+    )  # fmt: skip
+    return y
+
+
+TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, silu_mul, linear)

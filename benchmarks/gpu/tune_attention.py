@@ -1,4 +1,4 @@
-"""Times ``decode_attention`` tilings at Llama-3-8B head shapes (bf16, context 1056) for a decode
+"""Times ``decode_attention`` tilings (None: the default, ``attention_tiling``) at Llama-3-8B head shapes (bf16, context 1056) for a decode
 row, verify steps of 8 and 16 rows and 8, 32 and 128 decode requests (diagnostic script, not a test).
 
 python -m benchmarks.gpu.tune_attention   (from the repository root, on a GPU)
@@ -31,7 +31,7 @@ for name, requests, per in CASES:
     cos, sin = rope_tables(positions, D, 500_000.0, torch.bfloat16)
     q = torch.randn(rows, HEADS, D, device=CUDA).to(torch.bfloat16)
     kv_bytes = requests * CONTEXT * KV_HEADS * D * 2 * 2
-    for tiling in ((32, 32, 1), (32, 32, 2), (32, 32, 4), (64, 32, 2), (64, 64, 2), (64, 64, 4), (128, 64, 4)):
+    for tiling in (None, (64, 64, 4), (128, 64, 4), (256, 64, 4), (64, 32, 4), (128, 128, 4), (64, 64, 8), (2048, 64, 4)):
         call = partial(decode_attention, q, cos, sin, positions, slots, meta.real, cache.keys[0], cache.values[0],
                        tiling=tiling)  # fmt: skip
         call()
