@@ -63,12 +63,13 @@ def breakdown(reqs: int, drafts: int) -> None:
     for _ in range(1000):
         _graph_key(*args, INTENDED)
     print(f"  {'graph key (host only)':24s} {(time.perf_counter() - start) * 1e3:9.1f} us")
-    for block, warps, race_block in ((4096, 8, 2048), (2048, 8, 2048), (2048, 4, 2048), (1024, 4, 1024), (8192, 16, 4096),
-                                     (4096, 8, 4096), (4096, 16, 2048)):  # fmt: skip
-        ms = median_ms(lambda b=block, w=warps, r=race_block: fused_kernels(
-            ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, block=b, warps=w, race_block=r
+    for block, warps, race_block, race_warps in ((2048, 4, 2048, 8), (2048, 4, 2048, 4), (2048, 4, 1024, 4),
+                                                 (2048, 4, 4096, 8), (4096, 8, 2048, 8)):  # fmt: skip
+        ms = median_ms(lambda b=block, w=warps, r=race_block, rw=race_warps: fused_kernels(
+            ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, block=b, warps=w,
+            race_block=r, race_warps=rw,
         ), runs=100, warmup=10)  # fmt: skip
-        print(f"  fused kernels, block {block} warps {warps} race block {race_block}: {ms * 1e3:9.1f} us")
+        print(f"  fused kernels, block {block} warps {warps} race block {race_block} warps {race_warps}: {ms * 1e3:9.1f} us")
 
 
 for shape in ((1, 4), (32, 4), (256, 4), (256, 16)):

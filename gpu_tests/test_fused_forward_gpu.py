@@ -17,7 +17,15 @@ from arctic_ref.model.fused_forward import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import BLOCK_SIZE, KVCache
 from arctic_ref.model.layers import apply_rope, rms_norm, rope_tables
 from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
-from arctic_ref.model.triton_ops import TRITON_OPS, add_rms_norm, decode_attention, rope_write_cache, silu_mul
+from arctic_ref.model.triton_ops import (
+    TRITON_OPS,
+    add_rms_norm,
+    decode_attention,
+    gated_linear,
+    linear,
+    rope_write_cache,
+    silu_mul,
+)
 from arctic_ref.model.weights import random_weights_on
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
@@ -86,6 +94,33 @@ def test_silu_mul_is_bit_exact(dtype: torch.dtype) -> None:
     gate_up = (3 * torch.randn(9, 2 * 3000, generator=g, device=CUDA)).to(dtype)
     gate, up = gate_up[:, :3000], gate_up[:, 3000:]
     assert torch.equal(silu_mul(gate_up), F.silu(gate) * up)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 16, 17])
+@pytest.mark.parametrize(("n_out", "k_in"), [(96, 352), (4096, 4096), (6144, 4096), (200, 14336)])
+def test_linear_is_one_rounding_of_the_product(rows: int, n_out: int, k_in: int) -> None:
+    """bf16 x·Wᵀ (the skinny kernel up to 16 rows, torch's matmul beyond): within one bf16 rounding
+    of the exact product plus float32 summation error; beyond 16 rows torch's own result."""
+    g = torch.Generator(device=CUDA).manual_seed(rows + n_out)
+    x = torch.randn(rows, k_in, generator=g, device=CUDA).to(torch.bfloat16)
+    w = (torch.randn(n_out, k_in, generator=g, device=CUDA) / k_in**0.5).to(torch.bfloat16)
+    ours = linear(x, w)
+    exact = x.double() @ w.double().T
+    scale = x.double().abs() @ w.double().abs().T
+    assert ours.dtype == torch.bfloat16 and ours.shape == (rows, n_out)
+    assert bool(((ours.double() - exact).abs() <= 2.0**-8 * exact.abs() + k_in * 2.0**-23 * scale).all())
+    if rows > 16:
+        assert torch.equal(ours, x @ w.T)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 16, 20])
+def test_gated_linear_is_silu_mul_then_linear_bit_for_bit(rows: int) -> None:
+    g = torch.Generator(device=CUDA).manual_seed(rows)
+    gate_up = (3 * torch.randn(rows, 2 * 1400, generator=g, device=CUDA)).to(torch.bfloat16)
+    w = (torch.randn(300, 1400, generator=g, device=CUDA) / 40).to(torch.bfloat16)
+    assert torch.equal(gated_linear(gate_up, w), linear(silu_mul(gate_up), w))
+    with pytest.raises(ValueError, match=r"gate_up \(20, 2800\) must be \[rows, 2·I\] for weight \(300, 1399\)"):
+        gated_linear(gate_up[:1].expand(20, -1), w[:, :1399])
 
 
 def _attention_case(

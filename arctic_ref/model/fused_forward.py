@@ -104,8 +104,8 @@ def fused_forward(
             o = plan.groups.exchange.heads_to_seq(o, sp)
         delta = plan.groups.tp.all_reduce(ops.linear(o, model.w(p + "self_attn.o_proj.weight")))
         x, h = ops.add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
-        up = ops.silu_mul(ops.linear(h, model.w(p + GATE_UP)))
-        delta = plan.groups.tp.all_reduce(ops.linear(up, model.w(p + "mlp.down_proj.weight")))
+        gate_up = ops.linear(h, model.w(p + GATE_UP))
+        delta = plan.groups.tp.all_reduce(ops.gated_linear(gate_up, model.w(p + "mlp.down_proj.weight")))
     _, out = ops.add_rms_norm(x, delta, model.w("model.norm.weight"), eps)
     if sp is not None:
         out = sp.all_gather(out)

@@ -31,6 +31,11 @@ except ImportError:  # pragma: no cover - CPU-only installs
     TRITON_AVAILABLE = False  # type: ignore[misc]
 
 BLOCK: Final = 4096
+STATS_BLOCK: Final = 2048
+STATS_WARPS: Final = 4
+"""Columns per step and warps of the fused statistics programs: at 256 × 4 and 256 × 16 on one H200
+(``benchmarks/breakdown_rejection_gpu.py``), 2048 and 4 took 339 and 735 µs for both launches against
+356 and 790 with 4096 and 8."""
 
 
 if TRITON_AVAILABLE:
@@ -488,7 +493,15 @@ def softmax_rows(logits: Tensor, temperature: Tensor) -> Tensor:
     return out
 
 
-CHUNKS: Final = 16
+RACE_PROGRAMS: Final = 1024
+"""Race programs aimed for: each request's race runs over ``race_chunks(num_reqs)`` vocabulary chunks."""
+
+
+def race_chunks(num_reqs: int) -> int:
+    """Vocabulary chunks per request's race: a power of two from 16 to 64, about ``RACE_PROGRAMS`` /
+    num_reqs, so a lone request's race is read by 64 programs and a large batch keeps 16."""
+    wanted = -(-RACE_PROGRAMS // max(num_reqs, 1))
+    return min(64, max(16, 1 << (wanted - 1).bit_length()))
 
 
 NAN_MESSAGE: Final = "NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf"
@@ -505,9 +518,10 @@ def fused_kernels(
     uniforms: Tensor,
     exponentials: Tensor,
     *,
-    block: int = BLOCK,
-    warps: int = 8,
+    block: int = STATS_BLOCK,
+    warps: int = STATS_WARPS,
     race_block: int = 2048,
+    race_warps: int = 8,
     checks: ValueChecks | None = None,
     counters: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
@@ -515,7 +529,7 @@ def fused_kernels(
 
     1. statistics partials of every draft row over ``STATS_CHUNK`` columns each, the row verified
        by its last chunk program (``checks``: the value rules too);
-    2. the race of each rejected row over ``CHUNKS`` vocabulary chunks, each request's output row
+    2. the race of each rejected row over ``race_chunks`` vocabulary chunks, each request's output row
        written by its last chunk program (``checks``: the NaN flag raised too).
 
     ``counters`` (int32, at least rows + requests, all zero; the kernels leave them zero) lets a
@@ -530,8 +544,9 @@ def fused_kernels(
     accept = torch.empty(max(rows, 1), dtype=torch.int8, device=device)  # every row's is written
     argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
     bad = (torch.empty if rows else torch.zeros)(max(rows, 1), dtype=torch.int8, device=device)
-    scores = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.float32, device=device)
-    indices = torch.empty(num_reqs * CHUNKS * 2, dtype=torch.int64, device=device)
+    chunks = race_chunks(num_reqs)
+    scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
+    indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     out = torch.empty(num_reqs, max_spec_len + 1, dtype=torch.int32, device=device)
     temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
     q = draft_probs.contiguous() if draft_probs is not None else m
@@ -558,10 +573,10 @@ def fused_kernels(
             CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
             ALL_RANDOM=checks is not None and checks.all_random, num_warps=warps,
         )  # fmt: skip
-    _race_finish_kernel[(num_reqs, CHUNKS)](
+    _race_finish_kernel[(num_reqs, chunks)](
         logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus_token_ids.contiguous(), bad,
-        scores, indices, counters[rows:], out, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, CHUNKS),
-        max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=CHUNKS, BLOCK=race_block,
-        COLS=triton.next_power_of_2(max_spec_len + 1), HAS_NAN_FLAG=checks is not None, num_warps=8,
+        scores, indices, counters[rows:], out, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, chunks),
+        max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=chunks, BLOCK=race_block,
+        COLS=triton.next_power_of_2(max_spec_len + 1), HAS_NAN_FLAG=checks is not None, num_warps=race_warps,
     )  # fmt: skip
     return out, bad

@@ -14,7 +14,16 @@ from arctic_ref.model.fused_forward import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layer_ops import TORCH_OPS, LayerOps
 from arctic_ref.model.llama import LlamaShard, forward
-from arctic_ref.model.triton_ops import add_rms_norm, decode_attention, rope_write_cache, silu_mul
+from arctic_ref.model.triton_ops import (
+    add_rms_norm,
+    attention_tiling,
+    decode_attention,
+    gated_linear,
+    linear,
+    rope_write_cache,
+    silu_mul,
+    skinny_config,
+)
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
@@ -113,6 +122,10 @@ def test_triton_ops_validate_before_launching() -> None:
         add_rms_norm(x, None, torch.ones(8), 1e-5)
     with pytest.raises(ValueError, match=r"'gate_up': 'cpu'"):
         silu_mul(torch.zeros(2, 6))
+    with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu'"):
+        linear(torch.zeros(2, 6), torch.zeros(4, 6))
+    with pytest.raises(ValueError, match=r"'gate_up': 'cpu', 'weight': 'cpu'"):
+        gated_linear(torch.zeros(2, 6), torch.zeros(4, 3))
     k = torch.zeros(3, 2, 4)
     with pytest.raises(ValueError, match=r"'k': 'cpu', 'v': 'cpu'"):
         rope_write_cache(k, k, torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
@@ -157,3 +170,31 @@ def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
     want = forward(model, inputs, caches[0], plan)[:17]
     got = fused_forward(packed, inputs, caches[1], plan, broken)[:17]
     assert not torch.allclose(got, want, rtol=0.0, atol=1e-3)  # (a row with no key gives NaN: also caught)
+
+
+def test_skinny_config_reproduces_the_tuned_projections() -> None:
+    """The rule gives tune_gemv.py's best (BLOCK_N, BLOCK_K, stages) at Llama-3-8B's projections."""
+    tuned = {(6144, 4096): (64, 128, 5), (4096, 4096): (32, 256, 5), (28672, 4096): (64, 256, 3),
+             (4096, 14336): (32, 256, 5)}  # fmt: skip
+    assert {shape: skinny_config(*shape) for shape in tuned} == tuned
+
+
+@pytest.mark.parametrize(
+    ("rows", "kv_heads", "context", "expected"),
+    [(1, 8, 1056, (64, 64, 4)), (8, 8, 1056, (192, 64, 4)), (128, 8, 1056, (1088, 64, 4)), (16, 8, 1056, (320, 64, 4))],
+)
+def test_attention_tiling_fills_the_gpu_with_few_splits(
+    rows: int, kv_heads: int, context: int, expected: tuple[int, int, int]
+) -> None:
+    """Tensor cores: 64-key tiles, splits while rows × KV heads are under 512 programs, one split
+    (no combine) beyond; the split kernel keeps its fixed tiling."""
+    assert attention_tiling(rows, kv_heads, context, True) == expected
+    assert attention_tiling(rows, kv_heads, context, False) == (32, 32, 1)
+
+
+def test_torch_gated_linear_is_silu_then_linear() -> None:
+    g = torch.Generator().manual_seed(3)
+    gate_up, weight = torch.randn(3, 10, generator=g), torch.randn(4, 5, generator=g)
+    want = (torch.nn.functional.silu(gate_up[:, :5]) * gate_up[:, 5:]) @ weight.T
+    assert torch.equal(TORCH_OPS.gated_linear(gate_up, weight), want)
+    assert torch.equal(TORCH_OPS.linear(gate_up, torch.eye(10)), gate_up @ torch.eye(10).T)

@@ -8,6 +8,7 @@ import torch
 
 from arctic_ref.runner.persistent_inputs import PersistentInputs
 from arctic_ref.spec import INTENDED, VLLM_0_9_2, RejectionSampler, rejection_sample
+from arctic_ref.spec.rejection_triton import race_chunks
 from arctic_ref.testing.rejection.corpus import random_case
 
 
@@ -53,3 +54,9 @@ def test_persistent_inputs_reuse_one_buffer_per_layout() -> None:
     assert inputs.put("s", strided).is_contiguous()
     with pytest.raises(ValueError, match="got 0"):
         PersistentInputs(capacity=0)
+
+
+def test_race_chunks_spread_a_small_batch_over_more_programs() -> None:
+    """A lone request's race runs over 64 vocabulary chunks; from 64 requests on, 16 (about 1024
+    programs in all, powers of two from 16 to 64)."""
+    assert [race_chunks(n) for n in (0, 1, 8, 16, 17, 32, 33, 63, 64, 256)] == [64, 64, 64, 64, 64, 32, 32, 32, 16, 16]
