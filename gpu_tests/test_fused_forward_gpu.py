@@ -115,6 +115,7 @@ def test_linear_is_one_rounding_of_the_product(rows: int, n_out: int, k_in: int)
 
 @pytest.mark.parametrize("rows", [1, 7, 16, 20])
 def test_gated_linear_is_silu_mul_then_linear_bit_for_bit(rows: int) -> None:
+    """The down projection's op is ``silu_mul`` then ``linear``, bit for bit."""
     g = torch.Generator(device=CUDA).manual_seed(rows)
     gate_up = (3 * torch.randn(rows, 2 * 1400, generator=g, device=CUDA)).to(torch.bfloat16)
     w = (torch.randn(300, 1400, generator=g, device=CUDA) / 40).to(torch.bfloat16)

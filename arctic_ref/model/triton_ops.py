@@ -14,8 +14,7 @@ with the reference's roundings.
 * ``linear``: x·Wᵀ; up to 16 bfloat16 rows, one tensor-core kernel that reads each weight row once
   (float32 accumulation, as cuBLAS, summed in another order); otherwise torch's matmul.
 * ``gated_linear``: the down projection of ``silu(gate) · up`` (``silu_mul``, from the packed
-  gate_up projection, with the reference's two roundings), in the same launch where ``linear``
-  streams the weight.
+  gate_up projection, with the reference's two roundings, then ``linear``).
 
 Roundings: every product and sum the reference rounds to the model dtype is rounded here too (the
 bfloat16 RoPE and SwiGLU steps are equal bit for bit); float32 contraction into FMAs is turned off
@@ -313,12 +312,11 @@ if TRITON_AVAILABLE:
     @triton.jit
     def _skinny_linear_kernel(  # type: ignore[no-untyped-def]
         x_ptr, w_ptr, y_ptr, rows, n_out, k_in, x_stride,
-        GATED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     ):  # fmt: skip
         """Program n: y[:, n·BLOCK_N : (n+1)·BLOCK_N] = x·Wᵀ for at most BLOCK_M rows of x, one
         tensor-core product per BLOCK_K slice of the weight rows (read once, in order), float32
-        accumulation, one rounding to y's dtype. ``GATED``: x is silu(gate)·up of the packed rows
-        [gate | up] at ``x_ptr``, with ``_silu_mul_kernel``'s roundings."""
+        accumulation, one rounding to y's dtype."""
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.arange(0, BLOCK_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
@@ -327,11 +325,6 @@ if TRITON_AVAILABLE:
             x_mask = (m[:, None] < rows) & (k[None, :] < k_in)
             x_offs = m[:, None] * x_stride + k[None, :]
             x = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0)
-            if GATED:
-                up = tl.load(x_ptr + x_offs + k_in, mask=x_mask, other=0.0)
-                g = x.to(tl.float32)
-                silu = _divide(g, 1.0 + _exp(-g), False).to(x.dtype)
-                x = (silu.to(tl.float32) * up.to(tl.float32)).to(x.dtype)
             w = tl.load(w_ptr + n[:, None].to(tl.int64) * k_in + k[None, :],
                         mask=(n[:, None] < n_out) & (k[None, :] < k_in), other=0.0)  # fmt: skip
             acc = tl.dot(x, tl.trans(w), acc)
@@ -508,24 +501,22 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
     return out
 
 
-def skinny_config(n_out: int, k_in: int) -> tuple[int, int, int]:
-    """(BLOCK_N, BLOCK_K, pipeline stages) of ``_skinny_linear_kernel``: the best of
-    ``benchmarks/gpu/tune_gemv.py`` at Llama-3-8B's four projections on one H200 (qkv 6144×4096:
-    64, 128, 5; o 4096×4096: 32, 256, 5; gate_up 28672×4096: 64, 256, 3; down 4096×14336: 32, 256,
-    5), as a rule of the output width."""
-    block_n = 32 if n_out <= 4096 else 64
-    block_k = 128 if 4096 < n_out < 16384 and k_in <= 4096 else 256
-    return block_n, block_k, 3 if n_out >= 16384 else 5
+def skinny_config(n_out: int) -> tuple[int, int, int]:
+    """(BLOCK_N, BLOCK_K, pipeline stages) of ``_skinny_linear_kernel``. These are the settings the
+    decode figures were measured with. Per-projection bests from ``benchmarks/gpu/tune_gemv.py``
+    (qkv 64, 128, 5; o 32, 256, 5; gate_up 64, 256, 3; down 32, 256, 5) ran 10× slower inside
+    the whole step in one measurement, not yet explained, so they are not used."""
+    return (32 if n_out <= 4096 else 64), 256, 4
 
 
-def _skinny(x: Tensor, weight: Tensor, k_in: int, gated: bool) -> Tensor:
-    rows = x.shape[0]
+def _skinny(x: Tensor, weight: Tensor) -> Tensor:
+    rows, k_in = x.shape
     n_out = weight.shape[0]
     y = torch.empty((rows, n_out), dtype=x.dtype, device=x.device)
-    block_n, block_k, stages = skinny_config(n_out, k_in)
+    block_n, block_k, stages = skinny_config(n_out)
     _skinny_linear_kernel[(triton.cdiv(n_out, block_n),)](
-        x, weight, y, rows, n_out, k_in, x.stride(0), GATED=gated, BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n,
-        BLOCK_K=block_k, num_warps=4, num_stages=stages, enable_fp_fusion=False,
+        x, weight, y, rows, n_out, k_in, x.stride(0), BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
+        num_warps=4, num_stages=stages,
     )  # fmt: skip
     return y
 
@@ -543,17 +534,14 @@ def linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Te
     ``_skinny_linear_kernel`` launch that streams the weight once; otherwise torch's matmul."""
     _on_cuda(x=x, weight=weight)
     _require(weight.shape[1] == x.shape[1], f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
-    return _skinny(x, weight, x.shape[1], False) if _streams_weight(x, weight) else x @ weight.T
+    return _skinny(x, weight) if _streams_weight(x, weight) else x @ weight.T
 
 
 def gated_linear(gate_up: Float[Tensor, "rows two_inter"], weight: Float[Tensor, "n inter"]) -> Float[Tensor, "rows n"]:
-    """(silu(gate)·up)·Wᵀ: where ``linear`` streams the weight, one launch that forms silu(gate)·up
-    as it reads it (``silu_mul``'s roundings, bit for bit); otherwise ``silu_mul`` then ``linear``."""
+    """(silu(gate)·up)·Wᵀ: ``silu_mul`` then ``linear`` (the op where a fused launch would go)."""
     _on_cuda(gate_up=gate_up, weight=weight)
     _require(gate_up.shape[1] == 2 * weight.shape[1],
              f"gate_up {tuple(gate_up.shape)} must be [rows, 2·I] for weight {tuple(weight.shape)}")  # fmt: skip
-    if _streams_weight(gate_up, weight):
-        return _skinny(gate_up, weight, weight.shape[1], True)
     return linear(silu_mul(gate_up), weight)
 
 

@@ -31,11 +31,14 @@ except ImportError:  # pragma: no cover - CPU-only installs
     TRITON_AVAILABLE = False  # type: ignore[misc]
 
 BLOCK: Final = 4096
-STATS_BLOCK: Final = 2048
-STATS_WARPS: Final = 4
-"""Columns per step and warps of the fused statistics programs: at 256 × 4 and 256 × 16 on one H200
-(``benchmarks/breakdown_rejection_gpu.py``), 2048 and 4 took 339 and 735 µs for both launches against
-356 and 790 with 4096 and 8."""
+
+
+def stats_config(rows: int) -> tuple[int, int]:
+    """(columns per step, warps) of the fused statistics programs. Eager timings of both launches on
+    one H200 (``benchmarks/breakdown_rejection_gpu.py``): at 256 × 4 and 256 × 16, 2048 columns and 4
+    warps took 339 and 735 µs against 356 and 790 with 4096 and 8; at 32 × 4, 226 against 163. So
+    2048 × 4 from 1024 draft rows on, 4096 × 8 below."""
+    return (2048, 4) if rows >= 1024 else (4096, 8)
 
 
 if TRITON_AVAILABLE:
@@ -518,8 +521,8 @@ def fused_kernels(
     uniforms: Tensor,
     exponentials: Tensor,
     *,
-    block: int = STATS_BLOCK,
-    warps: int = STATS_WARPS,
+    block: int | None = None,
+    warps: int | None = None,
     race_block: int = 2048,
     race_warps: int = 8,
     checks: ValueChecks | None = None,
@@ -558,6 +561,9 @@ def fused_kernels(
         raise ValueError(f"counters: int32 with at least {rows + num_reqs} elements, got {counters.dtype} "
                          f"{tuple(counters.shape)}")  # fmt: skip
     has_temp, has_q = temperature is not None, draft_probs is not None
+    default_block, default_warps = stats_config(rows)
+    block = default_block if block is None else block
+    warps = default_warps if warps is None else warps
     nchunks = triton.cdiv(vocab, STATS_CHUNK)
     padded = triton.next_power_of_2(nchunks)
     part_m = torch.empty(max(rows, 1) * padded, dtype=torch.float32, device=device)

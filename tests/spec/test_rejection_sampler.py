@@ -8,7 +8,7 @@ import torch
 
 from arctic_ref.runner.persistent_inputs import PersistentInputs
 from arctic_ref.spec import INTENDED, VLLM_0_9_2, RejectionSampler, rejection_sample
-from arctic_ref.spec.rejection_triton import race_chunks
+from arctic_ref.spec.rejection_triton import race_chunks, stats_config
 from arctic_ref.testing.rejection.corpus import random_case
 
 
@@ -60,3 +60,7 @@ def test_race_chunks_spread_a_small_batch_over_more_programs() -> None:
     """A lone request's race runs over 64 vocabulary chunks; from 64 requests on, 16 (about 1024
     programs in all, powers of two from 16 to 64)."""
     assert [race_chunks(n) for n in (0, 1, 8, 16, 17, 32, 33, 63, 64, 256)] == [64, 64, 64, 64, 64, 32, 32, 32, 16, 16]
+
+
+def test_stats_config_switches_at_1024_draft_rows() -> None:
+    assert [stats_config(n) for n in (1, 128, 1023, 1024, 4096)] == [(4096, 8)] * 3 + [(2048, 4)] * 2
