@@ -1,10 +1,10 @@
 """The fused forward: the reference ``forward`` of one rank (any layout) in about ten launches per
 layer, for CUDA graphs on a GPU. Same collectives, same plan, same cache layout; packed projections
 (vLLM's ``qkv_proj`` and ``gate_up_proj``), so a decode step reads each weight once in four GEMMs
-per layer; the layer math in five operations of a ``LayerOps`` value (the GEMMs are its ``linear``
-and ``gated_linear``): ``TRITON_OPS`` (Triton kernels; ``--kernels triton``) or ``TORCH_OPS`` (the reference's torch
-functions, any device; ``--kernels packed``), with which this forward's structure is checked in
-every layout on the CPU.
+per layer; the layer math in five operations of a ``LayerOps`` value (the GEMMs are its
+``linear`` and ``gated_linear``): ``TRITON_OPS`` (Triton kernels; ``--kernels triton``) or
+``TORCH_OPS`` (the reference's torch functions, any device; ``--kernels packed``), with which this
+forward's structure is checked in every layout on the CPU.
 
 Per layer: add+RMSNorm → qkv GEMM → [Ulysses exchange of raw q, k, v] → RoPE(k) + cache write →
 RoPE(q) + split attention (+ combine) → [inverse exchange] → o GEMM → TP all-reduce → add+RMSNorm →

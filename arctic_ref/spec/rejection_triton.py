@@ -1,14 +1,21 @@
 """The fused GPU path of ``rejection_sample`` (Triton), for float32 logits without top-k/top-p under
 the ``INTENDED`` profile; everything else falls back to the vectorised torch path.
 
-Four kernels, about 1.25 reads of the logits instead of a softmax materialised and re-read:
+Two launches, about 1.25 reads of the logits instead of a softmax materialised and re-read:
 
-1. ``_partial_kernel``, per draft row and ``STATS_CHUNK`` columns, one read: the online-softmax
+1. ``_stats_verify_kernel``, per draft row and ``STATS_CHUNK`` columns, one read: the online-softmax
    statistics m (max of x/τ) and s (Σ exp(x/τ − m)) of the chunk, or its raw argmax (greedy rows);
-2. ``_verify_kernel``, per draft row: the chunks merged, p(d) = exp(x_d/τ − m) / s and the acceptance;
-3. ``_race_chunk_kernel``, per request and vocabulary chunk: the exponential race over the residual
-   of the request's first rejected row (one more read of that row and of the request's E row);
-4. ``_finish_kernel``, per request: the winner over chunks and the left-packed output row.
+   the row's last chunk program to finish merges the chunks in chunk order and computes
+   p(d) = exp(x_d/τ − m) / s and the acceptance (``_verify_row``). With ``ValueChecks``, program
+   (0, 0, 0) also checks the input values (``_check_rules``).
+2. ``_race_finish_kernel``, per request and vocabulary chunk: the exponential race over the
+   residual of the request's first rejected row (one more read of that row and of the request's E
+   row); the request's last chunk program picks the winner over chunks and writes the left-packed
+   output row (``_finish_request``) and, with ``ValueChecks``, raises the NaN flag.
+
+"Last to finish" is an arrival counter per row or request (``_last_to_arrive``): a barrier, then an
+acquire-release atomic increment; the last arrival resets the counter to zero for the next launch
+and reads the others' partials through L2.
 
 Exactness: on CUDA ``compute_target_probs`` computes p with the same statistics kernels and the same
 expression (``softmax_rows``), so the readable reference and this path see identical p bits; the
