@@ -21,7 +21,6 @@ from arctic_ref.model.triton_ops import (
     TRITON_OPS,
     add_rms_norm,
     decode_attention,
-    gated_linear,
     linear,
     rope_write_cache,
     silu_mul,
@@ -111,17 +110,6 @@ def test_linear_is_one_rounding_of_the_product(rows: int, n_out: int, k_in: int)
     assert bool(((ours.double() - exact).abs() <= 2.0**-8 * exact.abs() + k_in * 2.0**-23 * scale).all())
     if rows > 16:
         assert torch.equal(ours, x @ w.T)
-
-
-@pytest.mark.parametrize("rows", [1, 7, 16, 20])
-def test_gated_linear_is_silu_mul_then_linear_bit_for_bit(rows: int) -> None:
-    """The down projection's op is ``silu_mul`` then ``linear``, bit for bit."""
-    g = torch.Generator(device=CUDA).manual_seed(rows)
-    gate_up = (3 * torch.randn(rows, 2 * 1400, generator=g, device=CUDA)).to(torch.bfloat16)
-    w = (torch.randn(300, 1400, generator=g, device=CUDA) / 40).to(torch.bfloat16)
-    assert torch.equal(gated_linear(gate_up, w), linear(silu_mul(gate_up), w))
-    with pytest.raises(ValueError, match=r"gate_up \(20, 2800\) must be \[rows, 2·I\] for weight \(300, 1399\)"):
-        gated_linear(gate_up[:1].expand(20, -1), w[:, :1399])
 
 
 def _attention_case(

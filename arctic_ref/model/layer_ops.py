@@ -18,6 +18,7 @@ from arctic_ref.model.layers import apply_rope, rms_norm
 AddRmsNorm = Callable[[Tensor, Tensor | None, Tensor, float], tuple[Tensor, Tensor]]
 RopeWriteCache = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], None]
 DecodeAttention = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
+SiluMul = Callable[[Tensor], Tensor]
 Linear = Callable[[Tensor, Tensor], Tensor]
 
 
@@ -26,15 +27,14 @@ class LayerOps:
     """``add_rms_norm(x, δ | None, weight, eps) → (x + δ, rms_norm(x + δ))``;
     ``rope_write_cache(k, v, cos, sin, slots, key_cache, value_cache)``;
     ``decode_attention(q, cos, sin, positions, context_slots, real, key_cache, value_cache)``;
-    ``linear(x, weight) → x · weightᵀ`` (the projections);
-    ``gated_linear(gate_up, weight) → (silu(gate) · up) · weightᵀ`` (the MLP's down projection)."""
+    ``silu_mul(gate_up) → silu(gate) · up``; ``linear(x, weight) → x · weightᵀ`` (the projections)."""
 
     name: str
     add_rms_norm: AddRmsNorm
     rope_write_cache: RopeWriteCache
     decode_attention: DecodeAttention
+    silu_mul: SiluMul
     linear: Linear
-    gated_linear: Linear
 
 
 def torch_add_rms_norm(
@@ -73,10 +73,6 @@ def torch_linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Fl
     return x @ weight.T
 
 
-def torch_gated_linear(gate_up: Float[Tensor, "rows two_inter"], weight: Float[Tensor, "n inter"]) -> Float[Tensor, "rows n"]:
-    return torch_linear(torch_silu_mul(gate_up), weight)
-
-
 TORCH_OPS = LayerOps(
-    "torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_linear, torch_gated_linear
+    "torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_silu_mul, torch_linear
 )

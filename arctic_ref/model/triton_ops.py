@@ -11,10 +11,9 @@ with the reference's roundings.
   once for the head's whole query group, then the splits combined): softmax and P·v in float32
   (float64 for float64 models), as the reference. bfloat16 runs on tensor cores, with p split into
   three bfloat16 parts so that P·v keeps float32 accuracy.
+* ``silu_mul``: ``silu(gate) · up`` from the packed gate_up projection.
 * ``linear``: x·Wᵀ; up to 16 bfloat16 rows, one tensor-core kernel that reads each weight row once
   (float32 accumulation, as cuBLAS, summed in another order); otherwise torch's matmul.
-* ``gated_linear``: the down projection of ``silu(gate) · up`` (``silu_mul``, from the packed
-  gate_up projection, with the reference's two roundings, then ``linear``).
 
 Roundings: every product and sum the reference rounds to the model dtype is rounded here too (the
 bfloat16 RoPE and SwiGLU steps are equal bit for bit); float32 contraction into FMAs is turned off
@@ -522,9 +521,10 @@ def _skinny(x: Tensor, weight: Tensor) -> Tensor:
 
 
 def _streams_weight(x: Tensor, weight: Tensor) -> bool:
-    """``_skinny_linear_kernel`` applies: at most ``SKINNY_ROWS`` bfloat16 rows on CUDA."""
+    """``_skinny_linear_kernel`` applies (CUDA tensors, as ``linear`` requires): at most
+    ``SKINNY_ROWS`` bfloat16 rows, a contiguous weight."""
     return (
-        x.is_cuda and x.dtype == weight.dtype == torch.bfloat16 and 0 < x.shape[0] <= SKINNY_ROWS
+        x.dtype == weight.dtype == torch.bfloat16 and 0 < x.shape[0] <= SKINNY_ROWS
         and weight.is_contiguous() and x.stride(1) == 1
     )  # fmt: skip
 
@@ -537,12 +537,4 @@ def linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Te
     return _skinny(x, weight) if _streams_weight(x, weight) else x @ weight.T
 
 
-def gated_linear(gate_up: Float[Tensor, "rows two_inter"], weight: Float[Tensor, "n inter"]) -> Float[Tensor, "rows n"]:
-    """(silu(gate)·up)·Wᵀ: ``silu_mul`` then ``linear`` (the op where a fused launch would go)."""
-    _on_cuda(gate_up=gate_up, weight=weight)
-    _require(gate_up.shape[1] == 2 * weight.shape[1],
-             f"gate_up {tuple(gate_up.shape)} must be [rows, 2·I] for weight {tuple(weight.shape)}")  # fmt: skip
-    return linear(silu_mul(gate_up), weight)
-
-
-TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, linear, gated_linear)
+TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, silu_mul, linear)

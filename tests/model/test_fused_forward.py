@@ -18,7 +18,6 @@ from arctic_ref.model.triton_ops import (
     add_rms_norm,
     attention_tiling,
     decode_attention,
-    gated_linear,
     linear,
     rope_write_cache,
     silu_mul,
@@ -124,8 +123,6 @@ def test_triton_ops_validate_before_launching() -> None:
         silu_mul(torch.zeros(2, 6))
     with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu'"):
         linear(torch.zeros(2, 6), torch.zeros(4, 6))
-    with pytest.raises(ValueError, match=r"'gate_up': 'cpu', 'weight': 'cpu'"):
-        gated_linear(torch.zeros(2, 6), torch.zeros(4, 3))
     k = torch.zeros(3, 2, 4)
     with pytest.raises(ValueError, match=r"'k': 'cpu', 'v': 'cpu'"):
         rope_write_cache(k, k, torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
@@ -191,9 +188,7 @@ def test_attention_tiling_fills_the_gpu_with_few_splits(
     assert attention_tiling(rows, kv_heads, context, False) == (32, 32, 1)
 
 
-def test_torch_gated_linear_is_silu_then_linear() -> None:
+def test_torch_linear_is_the_product_with_the_transposed_weight() -> None:
     g = torch.Generator().manual_seed(3)
-    gate_up, weight = torch.randn(3, 10, generator=g), torch.randn(4, 5, generator=g)
-    want = (torch.nn.functional.silu(gate_up[:, :5]) * gate_up[:, 5:]) @ weight.T
-    assert torch.equal(TORCH_OPS.gated_linear(gate_up, weight), want)
-    assert torch.equal(TORCH_OPS.linear(gate_up, torch.eye(10)), gate_up @ torch.eye(10).T)
+    x, weight = torch.randn(3, 5, generator=g), torch.randn(4, 5, generator=g)
+    assert torch.equal(TORCH_OPS.linear(x, weight), x @ weight.T)
