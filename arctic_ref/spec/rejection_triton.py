@@ -457,17 +457,23 @@ B = 1 verification is not bound by one SM's latency. ``row_stats`` and the fused
 partials and the merge, so both see the same bits."""
 
 
+def _partial_buffers(rows: int, vocab: int, device: torch.device) -> tuple[Tensor, Tensor, Tensor, int, int]:
+    """Uninitialised (m or max, s, index) partials for ``rows`` rows of ``vocab`` columns in
+    ``STATS_CHUNK`` chunks, the chunk count, and that count padded to a power of two (a row's stride)."""
+    nchunks = triton.cdiv(vocab, STATS_CHUNK)
+    padded = triton.next_power_of_2(nchunks)
+    part_m = torch.empty(max(rows, 1) * padded, dtype=torch.float32, device=device)
+    part_i = torch.empty(max(rows, 1) * padded, dtype=torch.int64, device=device)
+    return part_m, torch.empty_like(part_m), part_i, nchunks, padded
+
+
 def stats_partials(
     logits: Tensor, temperature: Tensor | None, cu: Tensor, max_spec_len: int, *, block: int = BLOCK, warps: int = 8
 ) -> tuple[Tensor, Tensor, Tensor, int, int]:
     """``_partial_kernel`` over every row (request i's rows by ``cu``, τ per request): the partial
     (m or max, s, index) per (row, chunk) and (chunks, CHUNKS padded to a power of two)."""
     rows, vocab = logits.shape
-    nchunks = triton.cdiv(vocab, STATS_CHUNK)
-    padded = triton.next_power_of_2(nchunks)
-    part_m = torch.empty(max(rows, 1) * padded, dtype=torch.float32, device=logits.device)
-    part_s = torch.empty_like(part_m)
-    part_i = torch.empty(max(rows, 1) * padded, dtype=torch.int64, device=logits.device)
+    part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, logits.device)
     if rows:
         _partial_kernel[(cu.shape[0], max(max_spec_len, 1), nchunks)](
             logits, part_m if temperature is None else temperature, cu, part_m, part_s, part_i, vocab,
@@ -571,11 +577,7 @@ def fused_kernels(
     default_block, default_warps = stats_config(rows)
     block = default_block if block is None else block
     warps = default_warps if warps is None else warps
-    nchunks = triton.cdiv(vocab, STATS_CHUNK)
-    padded = triton.next_power_of_2(nchunks)
-    part_m = torch.empty(max(rows, 1) * padded, dtype=torch.float32, device=device)
-    part_s = torch.empty_like(part_m)
-    part_i = torch.empty(max(rows, 1) * padded, dtype=torch.int64, device=device)
+    part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, device)
     flags = checks.flags if checks is not None else m
     if rows or checks is not None:
         _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
