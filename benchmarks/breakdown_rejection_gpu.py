@@ -4,10 +4,11 @@ python -m benchmarks.breakdown_rejection_gpu   (from the repository root, on a G
 
 Per shape (V = 128,256, τ = 1, fp32): each stage eagerly (median of CUDA-event-timed calls), the
 whole eager call, one bare graph replay, and the ``RejectionSampler`` call (host checks, replay,
-the one read-back, the output copy).
+the one read-back, the output copy); then the host clock of each step of that call.
 """
 
 import time
+from collections.abc import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -16,10 +17,59 @@ from arctic_ref.spec import RejectionSampler, SamplingMetadata, draw_noise, reje
 from arctic_ref.spec.profile import INTENDED
 from arctic_ref.spec.rejection import validate_host_inputs, validate_inputs
 from arctic_ref.spec.rejection_graph import _graph_key
-from arctic_ref.spec.rejection_triton import ValueChecks, fused_kernels, stats_partials
+from arctic_ref.spec.rejection_triton import ValueChecks, fused_kernels, race_chunks, stats_partials
 from benchmarks.cuda_timing import median_ms
 
 VOCAB = 128_256
+SWEEP = (
+    (2048, 4, 2048, 8, None), (4096, 8, 2048, 8, None), (1024, 4, 2048, 8, None), (2048, 4, 1024, 4, None),
+    (2048, 4, 2048, 4, None), (2048, 4, 1024, 8, None), (2048, 4, 4096, 8, None), (2048, 4, 1024, 4, 64),
+    (2048, 4, 2048, 8, 32), (2048, 4, 2048, 8, 8),
+)  # fmt: skip
+"""(statistics columns, warps, race columns, warps, race chunks: None for ``race_chunks``) per row."""
+
+
+def host_timeline(sampler: RejectionSampler, args: tuple, calls: int = 2000) -> None:  # type: ignore[type-arg]
+    """Mean host µs of each step of a replayed ``RejectionSampler`` call, as ``__call__`` runs them
+    (the synchronisation step holds the wait for the GPU), then of the whole call."""
+    captured = next(iter(sampler._graphs.values()))  # a diagnostic reads the cache
+    device = args[5].device
+    names = ("graph key", "output take", "replay launch", "current stream", "synchronise", "flags read")
+    spent = dict.fromkeys(names, 0.0)
+    clock = time.perf_counter
+    for _ in range(calls):
+        t0 = clock()
+        _graph_key(*args, INTENDED)
+        t1 = clock()
+        _, captured.out_address.value = captured.outputs.take()
+        t2 = clock()
+        captured.graph.replay()
+        t3 = clock()
+        stream = sampler._current_stream(device)
+        t4 = clock()
+        stream.synchronize()
+        t5 = clock()
+        captured.host_flags.tolist()
+        t6 = clock()
+        for name, (a, b) in zip(names, ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5), (t5, t6)), strict=True):
+            spent[name] += b - a
+    start = clock()
+    for _ in range(calls):
+        sampler(*args)
+    whole = clock() - start
+    print("  host clock per call: " + ", ".join(f"{k} {v / calls * 1e6:.1f}" for k, v in spent.items())
+          + f" | sum {sum(spent.values()) / calls * 1e6:.1f}, whole call {whole / calls * 1e6:.1f} us")  # fmt: skip
+
+
+def kernel_us(fn: Callable[[], object], calls: int = 20) -> dict[str, float]:
+    """Mean GPU µs per call of each kernel ``fn`` launches (under the profiler, after a warm-up)."""
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return {e.key: e.self_device_time_total / calls for e in prof.key_averages() if e.self_device_time_total > 0}
 
 
 def breakdown(reqs: int, drafts: int) -> None:
@@ -37,7 +87,13 @@ def breakdown(reqs: int, drafts: int) -> None:
     checks = ValueChecks(cu_num_draft_tokens=cu, all_greedy=False, all_random=True, flags=flags)
     sampler = RejectionSampler(capture_after=1)
     sampler(*args)
-    graph = next(iter(sampler._graphs.values())).graph  # a diagnostic reads the cache
+    captured = next(iter(sampler._graphs.values()))  # a diagnostic reads the cache
+    sink = torch.empty(captured.outputs.shape, dtype=torch.int32, device="cuda")
+
+    def bare_replay() -> None:
+        captured.out_address.value = sink.data_ptr()  # a replay writes where the slot points: a live tensor
+        captured.graph.replay()
+
     stages = {
         "validate_host_inputs": lambda: validate_host_inputs(*args, INTENDED),
         "validate_inputs (sync)": lambda: validate_inputs(*args, INTENDED),
@@ -48,7 +104,7 @@ def breakdown(reqs: int, drafts: int) -> None:
             ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, checks=checks
         ),
         "eager rejection_sample": lambda: rejection_sample(*args),
-        "bare graph replay": graph.replay,
+        "bare graph replay": bare_replay,
         "RejectionSampler call": lambda: sampler(*args),
     }
     print(f"\n{reqs}x{drafts}:")
@@ -56,21 +112,22 @@ def breakdown(reqs: int, drafts: int) -> None:
         print(f"  {name:24s} {median_ms(fn, runs=100, warmup=10) * 1e3:9.1f} us")
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(20):
-            graph.replay()
+            bare_replay()
         torch.cuda.synchronize()
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=50))
     start = time.perf_counter()
     for _ in range(1000):
         _graph_key(*args, INTENDED)
     print(f"  {'graph key (host only)':24s} {(time.perf_counter() - start) * 1e3:9.1f} us")
-    for block, warps, race_block, race_warps in ((2048, 4, 2048, 8), (2048, 4, 2048, 4), (2048, 4, 1024, 4),
-                                                 (2048, 4, 4096, 8), (4096, 8, 2048, 8)):  # fmt: skip
-        ms = median_ms(lambda b=block, w=warps, r=race_block, rw=race_warps: fused_kernels(
+    host_timeline(sampler, args)
+    for block, warps, race_block, race_warps, chunks in SWEEP:
+        times = kernel_us(lambda b=block, w=warps, r=race_block, rw=race_warps, c=chunks: fused_kernels(
             ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, block=b, warps=w,
-            race_block=r, race_warps=rw,
-        ), runs=100, warmup=10)  # fmt: skip
-        print(f"  fused kernels, block {block} warps {warps} race block {race_block} warps {race_warps}: {ms * 1e3:9.1f} us")
+            race_block=r, race_warps=rw, race_chunk_count=c,
+        ))  # fmt: skip
+        stats, race = times.get("_stats_verify_kernel", 0.0), times.get("_race_finish_kernel", 0.0)
+        print(f"  stats {block} x {warps} warps: {stats:6.1f} us | race {race_block} x {race_warps} warps, "
+              f"{chunks or race_chunks(reqs)} chunks: {race:6.1f} us")  # fmt: skip
 
-
-for shape in ((1, 4), (32, 4), (256, 4), (256, 16)):
+for shape in ((1, 4), (8, 4), (32, 4), (256, 4), (256, 16)):
     breakdown(*shape)

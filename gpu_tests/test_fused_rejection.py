@@ -93,6 +93,38 @@ def test_fused_softmax_accuracy() -> None:
     assert relative <= 2 * eager_relative
 
 
+@pytest.mark.parametrize("reqs", [1, 8, 256])
+@pytest.mark.parametrize("side", ["at", "above"])
+def test_fused_acceptance_sees_the_reference_probabilities_bit_for_bit(reqs: int, side: str) -> None:
+    """Request i examines its row j = i mod 4: u = 0 before it (accepted), and on it u equals the
+    reference's p(d) (``softmax_rows``, the loop reference's probabilities on CUDA) or the next float64
+    above it. A fused p(d) one bit lower rejects where the reference accepts ("at"), one bit higher
+    accepts where it rejects ("above"); so the outputs agree only if the bits do. The row counts 4,
+    32 and 1024 take each of ``stats_config``'s three launch settings, which fix the summation order."""
+    g = torch.Generator(device="cuda").manual_seed(reqs)
+    vocab, drafts = 32_000, 4
+    total = reqs * drafts
+    logits = torch.randn(total, vocab, device="cuda", generator=g) * 3
+    draft_ids = torch.randint(0, vocab, (total,), device="cuda", generator=g)
+    tau = torch.full((reqs,), 0.9, device="cuda")
+    p_d = softmax_rows(logits, tau.repeat_interleave(drafts)).gather(1, draft_ids[:, None]).squeeze(1).double()
+    if side == "above":
+        p_d = torch.nextafter(p_d, torch.full_like(p_d, 2.0))
+    position = torch.arange(total, device="cuda") % drafts
+    examined = (torch.arange(total, device="cuda") // drafts) % drafts
+    uniforms = torch.where(position < examined, 0.0, torch.where(position == examined, p_d, 0.5))
+    meta = SamplingMetadata(temperature=tau, all_greedy=False, all_random=True)
+    noise = RejectionNoise(uniforms=uniforms, exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g))
+    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, None, logits,
+            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    fast = rejection_sample_with_noise(*args, noise)
+    slow = rejection_sample_loop(*args, noise)
+    assert torch.equal(fast.cpu(), slow.cpu())
+    lead = (fast[:, :drafts] == draft_ids.view(reqs, drafts)).int().cumprod(1).sum(1)  # accepted drafts
+    row = torch.arange(reqs, device="cuda") % drafts
+    assert bool((lead >= row + 1).all() if side == "at" else (lead == row).all())  # the boundary decided
+
+
 @pytest.mark.parametrize("with_probs", [False, True], ids=["one-hot", "probs"])
 @pytest.mark.parametrize("tau", [1.0, 0.5])
 def test_fused_degenerate_residual_falls_back_to_p(with_probs: bool, tau: float) -> None:

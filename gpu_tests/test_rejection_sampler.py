@@ -14,6 +14,7 @@ from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, bui
 from arctic_ref.runner.drafters import SuffixDrafter
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.spec import RejectionSampler, SamplingMetadata, rejection_sample
+from arctic_ref.spec.rejection_graph import RING
 from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
@@ -61,12 +62,20 @@ def test_replays_equal_eager_output_and_generator(reqs: int, drafts: int, vocab:
 
 
 def test_outputs_are_fresh_tensors() -> None:
+    """Replays write fresh tensors, past the ring of ``RING`` views per block: every output keeps its
+    values and its own memory, and each equals the eager call's under the same seed."""
     args = _args(2, 3, 1000)
     sampler = RejectionSampler(capture_after=1)
-    first = sampler(*args)
-    kept = first.clone()
-    sampler(*args)
-    assert torch.equal(first, kept)
+    outputs, eager = [], []
+    for step in range(RING + 6):
+        torch.manual_seed(step)
+        eager.append(rejection_sample(*args))
+        torch.manual_seed(step)
+        outputs.append(sampler(*args))
+    assert sampler.replays == RING + 6
+    assert len({out.data_ptr() for out in outputs}) == len(outputs)
+    for out, want in zip(outputs, eager, strict=True):
+        assert torch.equal(out, want)
 
 
 BAD_VALUES: dict[str, tuple[Callable[[Args], None], str]] = {
@@ -116,6 +125,21 @@ def test_nan_logits_raise_after_the_same_draws() -> None:
     with pytest.raises(ValueError, match="NaN"):
         sampler(*args)
     assert torch.equal(_state(), eager_state)  # item 5: detected after the draws, as eagerly
+
+
+@pytest.mark.parametrize("column", [10, 8191, 8192, 19_999])
+def test_nan_in_a_greedy_row_raises_on_every_path(column: int) -> None:
+    """A NaN that is not a greedy row's maximum still makes torch's max NaN (verification.md §1.2
+    item 5): the torch path, the fused path and a replay all raise. Triton's ``tl.max`` skips NaN,
+    so the fused greedy argmax propagates it explicitly; before that, these calls returned tokens."""
+    args = _args(4, 3, 20_000, mixed=True)  # request 0 is greedy (τ = 0): row 0 is a greedy row (3 chunks)
+    sampler = RejectionSampler(capture_after=1)
+    sampler(*args)
+    assert sampler.num_graphs == 1
+    args[5][0, column] = float("nan")
+    for call in (lambda: rejection_sample(*args, fused=False), lambda: rejection_sample(*args), lambda: sampler(*args)):
+        with pytest.raises(ValueError, match="NaN"):
+            call()
 
 
 def test_calls_it_cannot_graph_run_eagerly() -> None:

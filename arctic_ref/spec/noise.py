@@ -49,11 +49,17 @@ def draw_noise(
     *,
     profile: SamplerProfile = INTENDED,
     device: torch.device | str = "cpu",
+    exponential_stream: torch.cuda.Stream | None = None,
 ) -> RejectionNoise | None:
     """N1 global uniforms, N2 per-generator uniforms (ascending request), N3 global exponentials,
     N4 per-generator exponential rows (generator insertion order). Nothing when all rows are greedy;
     a seeded request consumes exactly nᵢ uniforms then V exponentials, and only if it is random
-    with nᵢ > 0."""
+    with nᵢ > 0.
+
+    With ``exponential_stream`` (a CUDA stream of ``device``), N3 and N4 run on that stream, after
+    the work queued so far on the current one, so they overlap what the caller queues next; the
+    caller makes its stream wait for ``exponential_stream`` before reading them. Generators hand
+    out their offsets as the draws are issued, so the values are the same on either stream."""
     num_reqs = len(num_draft_tokens)
     if sampling_metadata.all_greedy:
         return None
@@ -68,8 +74,12 @@ def draw_noise(
         if generator is not None and not greedy[i] and n > 0:
             uniforms[start : start + n].uniform_(generator=generator)
         start += n
-    exponentials = torch.empty(num_reqs, vocab_size, dtype=torch.float32, device=device).exponential_()
-    for i, generator in sampling_metadata.generators.items():
-        if 0 <= i < num_reqs and not greedy[i] and num_draft_tokens[i] > 0:
-            exponentials[i].exponential_(generator=generator)
+    exponentials = torch.empty(num_reqs, vocab_size, dtype=torch.float32, device=device)
+    if exponential_stream is not None:
+        exponential_stream.wait_stream(torch.cuda.current_stream(exponentials.device))
+    with torch.cuda.stream(exponential_stream):  # no-op for None
+        exponentials.exponential_()
+        for i, generator in sampling_metadata.generators.items():
+            if 0 <= i < num_reqs and not greedy[i] and num_draft_tokens[i] > 0:
+                exponentials[i].exponential_(generator=generator)
     return RejectionNoise.drawn(uniforms, exponentials)

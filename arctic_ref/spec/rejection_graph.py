@@ -16,8 +16,16 @@ The graph path keeps the contract:
   checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in a pinned buffer the
   graph writes last; the wait for it is the call's only synchronisation. On a value error the
   default generator's offset is restored to its value before the call and ``validate_inputs`` raises
-  its usual message; the output copy is never handed out. The kernels never read out of bounds on bad
+  its usual message; the output is never handed out. The kernels never read out of bounds on bad
   values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
+- **Every call returns a fresh tensor**, written by the replay itself: the host puts its address in
+  pinned memory, a copy node at the head of the graph takes it to the device, and the second launch
+  writes there. The tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call
+  allocates nothing.
+- **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
+  hot path makes few torch calls: the key, the replay, one stream synchronisation (the stream object
+  is rebuilt only when the current stream changes), and the flags read. The exponential draw runs on
+  a side stream inside the graph, beside the first launch, which does not read it.
 - **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
   by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
   second time its key is seen; the first sighting, any other shape of call (per-request generators,
@@ -26,6 +34,7 @@ The graph path keeps the contract:
   inputs, vLLM's) replay; callers that allocate fresh tensors every call still get exact results.
 """
 
+import ctypes
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,8 +63,29 @@ CAPACITY: Final = 16
 CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
 
+RING: Final = 64
+"""Output tensors allocated at once per graph (``_Outputs``)."""
+
 _TensorKey = tuple[int, tuple[int, ...], tuple[int, ...], torch.dtype]
 _Key = tuple[object, ...]
+
+
+class _Outputs:
+    """Fresh int32 output tensors of one shape, ``RING`` allocated at a time as views of one block:
+    each view's memory is its own (the block lives while any view does), and handing one out costs
+    no allocation and no torch call."""
+
+    def __init__(self, shape: tuple[int, int], device: torch.device) -> None:
+        self.shape = shape
+        self.device = device
+        self._ready: list[tuple[Tensor, int]] = []
+
+    def take(self) -> tuple[Tensor, int]:
+        """A tensor never handed out before, and its address."""
+        if not self._ready:
+            block = torch.empty((RING, *self.shape), dtype=torch.int32, device=self.device)
+            self._ready = [(view, view.data_ptr()) for view in reversed(block.unbind(0))]
+        return self._ready.pop()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,7 +94,16 @@ class _Captured:
 
     graph: torch.cuda.CUDAGraph
     expected_cu: Tensor
-    out: Tensor
+    outputs: _Outputs
+    address: Tensor
+    """Pinned int64 [1]: the address the replay writes its output to (a fresh tensor per call); the
+    graph copies it to the device before the second launch reads it."""
+    out_address: ctypes.c_int64
+    """``address``'s value, written from the host without a torch call."""
+    out_slot: Tensor
+    """int64 [1] on the device: the graph's copy of ``address``, which the second launch reads."""
+    offset_step: int
+    """How far one replay advances the default generator's offset."""
     flags: Tensor
     """int32 [2]: the value-rule bits (``ValueChecks``), then the NaN flag."""
     host_flags: Tensor
@@ -74,7 +113,7 @@ class _Captured:
 
 
 def _tensor_key(tensor: Tensor) -> _TensorKey:
-    return (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+    return (tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype)  # torch.Size hashes as a tuple
 
 
 def _graph_key(
@@ -93,7 +132,7 @@ def _graph_key(
         return None
     if type(max_spec_len) is not int or not isinstance(num_draft_tokens, list) or not meta.temperature.is_cuda:
         return None
-    if not all(type(n) is int for n in num_draft_tokens):  # bools would equal ints in the key
+    if not set(map(type, num_draft_tokens)) <= {int}:  # bools would equal ints in the key
         return None
     assert isinstance(target_logits, Tensor)
     if not fused_supported(target_logits, meta.top_k, meta.top_p, profile.name):
@@ -120,6 +159,7 @@ class RejectionSampler:
         self.capture_after = capture_after
         self._graphs: OrderedDict[_Key, _Captured] = OrderedDict()
         self._sightings: OrderedDict[_Key, int] = OrderedDict()
+        self._stream: tuple[tuple[int, int], torch.cuda.Stream] | None = None
         self.replays = 0
         """Calls served by a graph replay (the rest ran eagerly)."""
 
@@ -152,20 +192,30 @@ class RejectionSampler:
                 return rejection_sample(*args, profile=self.profile)
             captured = self._capture(key, *args)
         self._graphs.move_to_end(key)
-        generator = torch.cuda.default_generators[target_logits.device.index or 0]
-        offset = generator.get_offset()
+        device = target_logits.device
+        out, address = captured.outputs.take()  # handed out only if every check passes
+        captured.out_address.value = address  # the replay writes there
         captured.graph.replay()
-        out = captured.out.clone()  # queued behind the replay; handed out only if every check passes
-        torch.cuda.current_stream(target_logits.device).synchronize()  # the call's one synchronisation
+        self._current_stream(device).synchronize()  # the call's one synchronisation
         value_bits, nan = captured.host_flags.tolist()
         if value_bits:
-            generator.set_offset(offset)
+            generator = torch.cuda.default_generators[device.index or 0]
+            generator.set_offset(generator.get_offset() - captured.offset_step)
             validate_inputs(*args, self.profile)
             raise AssertionError(f"the graph's value check ({value_bits}) disagrees with validate_inputs")
         if nan:
             raise ValueError(NAN_MESSAGE)
         self.replays += 1
         return out
+
+    def _current_stream(self, device: torch.device) -> torch.cuda.Stream:
+        """``torch.cuda.current_stream(device)``, built again only when the raw stream changes (building
+        it costs several µs of host time; reading the raw handle does not)."""
+        index = device.index or 0
+        raw = (index, torch._C._cuda_getCurrentRawStream(index))
+        if self._stream is None or self._stream[0] != raw:
+            self._stream = (raw, torch.cuda.current_stream(device))
+        return self._stream[1]
 
     def _sighted(self, key: _Key) -> int:
         count = self._sightings.pop(key, 0) + 1
@@ -186,30 +236,46 @@ class RejectionSampler:
         host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)
 
         counters = torch.zeros(draft_token_ids.shape[0] + len(num_draft_tokens), dtype=torch.int32, device=device)
+        out_shape = (len(num_draft_tokens), max_spec_len + 1)
+        static_out = torch.empty(out_shape, dtype=torch.int32, device=device)  # written by the warm-up calls
+        address = torch.tensor([static_out.data_ptr()], dtype=torch.int64, pin_memory=True)
+        out_slot = torch.empty(1, dtype=torch.int64, device=device)
+        side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         checks = ValueChecks(
             cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random, flags=flags
         )
 
         def body() -> Tensor:
             assert meta.temperature is not None
-            noise = draw_noise(num_draft_tokens, target_logits.shape[1], meta, profile=self.profile, device=device)
+            noise = draw_noise(
+                num_draft_tokens, target_logits.shape[1], meta, profile=self.profile, device=device,
+                exponential_stream=side,
+            )  # fmt: skip
             assert noise is not None
+            with torch.cuda.stream(side):  # a copy node: the address as the host holds it when the replay runs
+                out_slot.copy_(address, non_blocking=True)
             out, _ = fused_kernels(
                 draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
                 bonus_column(bonus_token_ids), meta.temperature, noise.uniforms, noise.exponentials, checks=checks,
-                counters=counters,
+                counters=counters, exponential_stream=side, out=static_out, out_slot=out_slot,
             )  # fmt: skip
             host_flags.copy_(flags, non_blocking=True)
             return out
 
         generator = torch.cuda.default_generators[device.index or 0]
         offset = generator.get_offset()
-        graph, out = capture_graph(body, device)
-        generator.set_offset(offset)  # the warm-up calls drew noise; capturing draws none
+        graph, _ = capture_graph(body, device)
+        drawn = generator.get_offset() - offset  # the two warm-up calls drew noise; capturing draws none
+        generator.set_offset(offset)
+        if drawn % 2:
+            raise AssertionError(f"two warm-up calls advanced the generator by an odd {drawn}")
         if len(self._graphs) >= self.capacity:
             self._graphs.popitem(last=False)
         captured = _Captured(
-            graph=graph, expected_cu=expected_cu, out=out, flags=flags, host_flags=host_flags, counters=counters
-        )
+            graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), address=address,
+            out_address=ctypes.c_int64.from_address(address.data_ptr()), out_slot=out_slot, offset_step=drawn // 2,
+            flags=flags,
+            host_flags=host_flags, counters=counters,
+        )  # fmt: skip
         self._graphs[key] = captured
         return captured

@@ -41,11 +41,15 @@ BLOCK: Final = 4096
 
 
 def stats_config(rows: int) -> tuple[int, int]:
-    """(columns per step, warps) of the fused statistics programs. Eager timings of both launches on
-    one H200 (``benchmarks/breakdown_rejection_gpu.py``): at 256 × 4 and 256 × 16, 2048 columns and 4
-    warps took 339 and 735 µs against 356 and 790 with 4096 and 8; at 32 × 4, 226 against 163. So
-    2048 × 4 from 1024 draft rows on, 4096 × 8 below."""
-    return (2048, 4) if rows >= 1024 else (4096, 8)
+    """(columns per step, warps) of the statistics programs for a call of ``rows`` draft rows. The
+    online softmax's sums run per step, so these settings fix the bits of m and s: the fused path
+    and ``row_stats`` (the reference's softmax on CUDA) both take them from here, for the same rows.
+    Per-kernel GPU times on one H200 (``benchmarks/breakdown_rejection_gpu.py``, 2026-12-04): 4 rows
+    4.3 µs with 4096 × 8 against 5.3 with 2048 × 4; 32 rows 7.2 against 8.4; 128 rows 19.7 against
+    27.4; 1024 rows 129.0 with 1024 × 4 against 133.4 with 2048 × 4; 4096 rows 510.5 against 531.1."""
+    if rows <= 8:
+        return 4096, 8
+    return (2048, 4) if rows < 1024 else (1024, 4)
 
 
 if TRITON_AVAILABLE:
@@ -59,9 +63,15 @@ if TRITON_AVAILABLE:
         return libdevice.exp(x)  # accurate expf; tl.exp (ex2.approx) is 8e-6 off float64 at V = 128k
 
     @triton.jit
+    def _max_with_nan(x):  # type: ignore[no-untyped-def]
+        """Maximum of a block, NaN if any element is NaN (``tl.max`` alone skips NaN, as PTX's max)."""
+        return tl.where(tl.max((x != x).to(tl.int32), axis=0) > 0, float("nan"), tl.max(x, axis=0))
+
+    @triton.jit
     def _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS: tl.constexpr):  # type: ignore[no-untyped-def]
         """A row's chunk partials merged: (m = max, s = Σ s_c·exp(m_c − m), first index of the max);
-        for a greedy row m is the raw maximum and the index its first position."""
+        for a greedy row m is the raw maximum (NaN if the row holds a NaN, as torch's max) and the
+        index its first position."""
         parts = tl.arange(0, CHUNKS)
         mask = parts < nchunks
         slot = row * CHUNKS + parts
@@ -69,7 +79,7 @@ if TRITON_AVAILABLE:
         a = tl.load(part_m_ptr + slot, mask=mask, other=-float("inf"), cache_modifier=".cg")
         b = tl.load(part_s_ptr + slot, mask=mask, other=0.0, cache_modifier=".cg")
         i = tl.load(part_i_ptr + slot, mask=mask, other=2147483647, cache_modifier=".cg")
-        m = tl.max(a, axis=0)
+        m = _max_with_nan(a)
         shift = tl.where(m == -float("inf"), 0.0, m)  # a row of -inf only: no NaN
         s = tl.sum(b * _exp(a - shift), axis=0)
         return m, s, tl.min(tl.where(a == m, i, 2147483647), axis=0)
@@ -103,18 +113,35 @@ if TRITON_AVAILABLE:
             tl.store(out + offs, _div(_exp(x - m), s), mask=mask)
 
     @triton.jit
+    def _lane_best(best, index, value, offs, NAN_WINS: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Per lane, the running maximum and the first column holding it (strictly greater moves it,
+        so an earlier column wins a tie). A NaN value never wins, or with ``NAN_WINS`` the lane's
+        first NaN wins and stays (torch's max and argmax)."""
+        better = value > best
+        if NAN_WINS:
+            better = better | ((value != value) & (best == best))
+        return tl.where(better, value, best), tl.where(better, offs, index)
+
+    @triton.jit
+    def _first_of_max(best, index):  # type: ignore[no-untyped-def]
+        """(maximum over lanes, first column holding it) from ``_lane_best``'s per-lane values:
+        every lane holds its own first maximum, so the smallest such column is the first overall.
+        A NaN lane makes the maximum NaN (its column is then not a maximum's)."""
+        top = _max_with_nan(best)
+        return top, tl.min(tl.where(best == top, index, 2147483647), axis=0)
+
+    @triton.jit
     def _argmax_loop(base, lo, hi, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-        """(max, first index of the max) over columns [lo, hi) of one row; (-inf, 0) if all are -inf."""
-        raw_best = -float("inf")
-        raw_index = 0
+        """(max, first index of the max) over columns [lo, hi) of one row; (-inf, 0) if all are -inf,
+        NaN if any is NaN.
+        Each lane keeps its own first maximum (``_lane_best``); one reduction at the end."""
+        best = tl.full([BLOCK], -float("inf"), tl.float32)
+        index = tl.zeros([BLOCK], tl.int32)
         for start in range(lo, hi, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             raw = tl.load(base + offs, mask=offs < hi, other=-float("inf"))
-            block_best = tl.max(raw, axis=0)
-            if block_best > raw_best:  # the index reduction only when the maximum moves
-                raw_index = tl.argmax(raw, axis=0) + start
-                raw_best = block_best
-        return raw_best, raw_index
+            best, index = _lane_best(best, index, raw, offs, True)
+        return _first_of_max(best, index)
 
     @triton.jit
     def _stats_loop(base, lo, hi, tau, DIVIDE: tl.constexpr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
@@ -267,9 +294,10 @@ if TRITON_AVAILABLE:
         RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
         """(best score, first index of it) of w / E over columns [lo, hi), w the residual
-        (``RESIDUAL``) or p itself; -2 when no column has w > 0."""
-        best = -2.0
-        best_index = 0
+        (``RESIDUAL``) or p itself; -1 when no column has w > 0, -2 (index 0) for no columns. Each
+        lane keeps its own best (``_lane_best``); one reduction at the end."""
+        best = tl.full([BLOCK], -2.0, tl.float32)
+        index = tl.zeros([BLOCK], tl.int32)
         for start in range(lo, hi, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             mask = offs < hi
@@ -285,11 +313,8 @@ if TRITON_AVAILABLE:
                 else:
                     w = tl.where(offs == d, 0.0, p)
             score = tl.where(mask & (w > 0), _div(w, e), -1.0)
-            block_best = tl.max(score, axis=0)
-            if block_best > best:  # the index reduction only when the maximum moves
-                best_index = tl.argmax(score, axis=0) + start
-                best = block_best
-        return best, best_index
+            best, index = _lane_best(best, index, score, offs, False)
+        return _first_of_max(best, index)
 
     @triton.jit
     def _race_chunk(  # type: ignore[no-untyped-def]
@@ -370,12 +395,13 @@ if TRITON_AVAILABLE:
     @triton.jit
     def _race_finish_kernel(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bonus_ptr,
-        bad_ptr, part_score_ptr, part_index_ptr, request_counter_ptr, out_ptr, nan_flag_ptr, vocab, stride, chunk,
-        out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
-        COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr,
+        bad_ptr, part_score_ptr, part_index_ptr, request_counter_ptr, out_ptr, out_slot_ptr, nan_flag_ptr, vocab,
+        stride, chunk, out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
+        BLOCK: tl.constexpr, COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr, OUT_FROM_SLOT: tl.constexpr,
     ):  # fmt: skip
         """Program (i, c): ``_race_chunk`` of request i over chunk c; the request's last chunk
-        program to finish writes its output row (``_finish_request``) and, with ``HAS_NAN_FLAG``,
+        program to finish writes its output row (``_finish_request``; with ``OUT_FROM_SLOT`` to the
+        address held at ``out_slot_ptr``, read as it runs) and, with ``HAS_NAN_FLAG``,
         raises the call's NaN flag if any of the request's rows is bad."""
         req = tl.program_id(0)
         part = tl.program_id(1)
@@ -384,6 +410,8 @@ if TRITON_AVAILABLE:
         _race_chunk(logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr,
                     part_index_ptr, req, part, begin, end, vocab, stride, chunk, CHUNKS, HAS_TEMP, HAS_Q, BLOCK)  # fmt: skip
         if _last_to_arrive(request_counter_ptr + req, CHUNKS):
+            if OUT_FROM_SLOT:
+                out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
             _finish_request(temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr,
                             out_ptr, req, begin, end, out_cols, HAS_TEMP, CHUNKS, COLS)  # fmt: skip
             if HAS_NAN_FLAG:
@@ -468,11 +496,16 @@ def _partial_buffers(rows: int, vocab: int, device: torch.device) -> tuple[Tenso
 
 
 def stats_partials(
-    logits: Tensor, temperature: Tensor | None, cu: Tensor, max_spec_len: int, *, block: int = BLOCK, warps: int = 8
+    logits: Tensor, temperature: Tensor | None, cu: Tensor, max_spec_len: int, *, block: int | None = None,
+    warps: int | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, int, int]:
     """``_partial_kernel`` over every row (request i's rows by ``cu``, τ per request): the partial
-    (m or max, s, index) per (row, chunk) and (chunks, CHUNKS padded to a power of two)."""
+    (m or max, s, index) per (row, chunk) and (chunks, CHUNKS padded to a power of two). ``block`` and
+    ``warps`` default to ``stats_config`` of the row count, as in ``fused_kernels``."""
     rows, vocab = logits.shape
+    default_block, default_warps = stats_config(rows)
+    block = default_block if block is None else block
+    warps = default_warps if warps is None else warps
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, logits.device)
     if rows:
         _partial_kernel[(cu.shape[0], max(max_spec_len, 1), nchunks)](
@@ -536,10 +569,14 @@ def fused_kernels(
     *,
     block: int | None = None,
     warps: int | None = None,
-    race_block: int = 2048,
+    race_block: int = 1024,
     race_warps: int = 8,
+    race_chunk_count: int | None = None,
     checks: ValueChecks | None = None,
     counters: Tensor | None = None,
+    exponential_stream: torch.cuda.Stream | None = None,
+    out: Tensor | None = None,
+    out_slot: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The whole verification in two launches on validated inputs (greedy rows by τ < 1e-5):
 
@@ -548,9 +585,17 @@ def fused_kernels(
     2. the race of each rejected row over ``race_chunks`` vocabulary chunks, each request's output row
        written by its last chunk program (``checks``: the NaN flag raised too).
 
+    ``block``/``warps`` (first launch), ``race_block``/``race_warps``/``race_chunk_count`` (second; a
+    power of two) override the launch settings, for ``benchmarks/breakdown_rejection_gpu.py``'s sweep.
     ``counters`` (int32, at least rows + requests, all zero; the kernels leave them zero) lets a
-    caller keep them between calls, as a CUDA graph does; otherwise they are allocated. Returns the
-    output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
+    caller keep them between calls, as a CUDA graph does; otherwise they are allocated.
+    ``exponential_stream``: the stream ``exponentials`` are still being drawn on (``draw_noise``'s);
+    the second launch waits for it, the first overlaps the draw. ``out``: the int32 [B, K + 1]
+    output to write (otherwise allocated). ``out_slot``: int64 [1] on the device holding the address
+    of the tensor to write, read when the second launch runs, so each replay of a captured call can
+    write a fresh tensor (the caller copies the address in first); it must hold ``out``'s address
+    for a launch that is not captured. Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA
+    graph)."""
     num_reqs, vocab = exponentials.shape
     rows = draft_token_ids.shape[0]
     device = target_logits.device
@@ -560,10 +605,18 @@ def fused_kernels(
     accept = torch.empty(max(rows, 1), dtype=torch.int8, device=device)  # every row's is written
     argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
     bad = (torch.empty if rows else torch.zeros)(max(rows, 1), dtype=torch.int8, device=device)
-    chunks = race_chunks(num_reqs)
+    chunks = race_chunks(num_reqs) if race_chunk_count is None else race_chunk_count
+    if chunks < 1 or chunks & (chunks - 1):
+        raise ValueError(f"race_chunk_count must be a power of two, got {chunks}")
     scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
     indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
-    out = torch.empty(num_reqs, max_spec_len + 1, dtype=torch.int32, device=device)
+    out_shape = (num_reqs, max_spec_len + 1)
+    if out is None:
+        out = torch.empty(out_shape, dtype=torch.int32, device=device)
+    elif tuple(out.shape) != out_shape or out.dtype != torch.int32 or not out.is_contiguous():
+        raise ValueError(f"out: contiguous int32 {out_shape}, got {out.dtype} {tuple(out.shape)} {tuple(out.stride())}")
+    if out_slot is not None and (out_slot.device != device or out_slot.dtype != torch.int64):
+        raise ValueError(f"out_slot: int64 on {device}, got {out_slot.dtype} on {out_slot.device}")
     temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
@@ -588,10 +641,13 @@ def fused_kernels(
             CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
             ALL_RANDOM=checks is not None and checks.all_random, num_warps=warps,
         )  # fmt: skip
+    if exponential_stream is not None:
+        torch.cuda.current_stream(device).wait_stream(exponential_stream)
     _race_finish_kernel[(num_reqs, chunks)](
         logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus_token_ids.contiguous(), bad,
-        scores, indices, counters[rows:], out, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, chunks),
-        max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=chunks, BLOCK=race_block,
-        COLS=triton.next_power_of_2(max_spec_len + 1), HAS_NAN_FLAG=checks is not None, num_warps=race_warps,
+        scores, indices, counters[rows:], out, out if out_slot is None else out_slot, flags[1:], vocab,
+        logits.stride(0), triton.cdiv(vocab, chunks), max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q,
+        CHUNKS=chunks, BLOCK=race_block, COLS=triton.next_power_of_2(max_spec_len + 1),
+        HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps,
     )  # fmt: skip
     return out, bad

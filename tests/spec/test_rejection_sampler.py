@@ -62,5 +62,7 @@ def test_race_chunks_spread_a_small_batch_over_more_programs() -> None:
     assert [race_chunks(n) for n in (0, 1, 8, 16, 17, 32, 33, 63, 64, 256)] == [64, 64, 64, 64, 64, 32, 32, 32, 16, 16]
 
 
-def test_stats_config_switches_at_1024_draft_rows() -> None:
-    assert [stats_config(n) for n in (1, 128, 1023, 1024, 4096)] == [(4096, 8)] * 3 + [(2048, 4)] * 2
+def test_stats_config_switches_at_9_and_1024_draft_rows() -> None:
+    assert [stats_config(n) for n in (1, 8, 9, 128, 1023, 1024, 4096)] == (
+        [(4096, 8)] * 2 + [(2048, 4)] * 3 + [(1024, 4)] * 2
+    )
