@@ -21,6 +21,7 @@ from arctic_ref.model.triton_ops import (
     TRITON_OPS,
     add_rms_norm,
     decode_attention,
+    gated_linear,
     linear,
     rope_write_cache,
     silu_mul,
@@ -110,6 +111,21 @@ def test_linear_is_one_rounding_of_the_product(rows: int, n_out: int, k_in: int)
     assert bool(((ours.double() - exact).abs() <= 2.0**-8 * exact.abs() + k_in * 2.0**-23 * scale).all())
     if rows > 16:
         assert torch.equal(ours, x @ w.T)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 16, 17])
+@pytest.mark.parametrize(("inter", "k_in"), [(48, 352), (14336, 4096), (200, 1024)])
+def test_gated_linear_equals_silu_mul_of_linear(rows: int, inter: int, k_in: int) -> None:
+    """SiLU·up in the skinny kernel's epilogue (up to 16 rows; the two ops beyond) gives the bits of
+    ``silu_mul(linear(x, W))``: same K order per product, one rounding each, then silu_mul's."""
+    g = torch.Generator(device=CUDA).manual_seed(rows + inter)
+    x = torch.randn(rows, k_in, generator=g, device=CUDA).to(torch.bfloat16)
+    w = (3 * torch.randn(2 * inter, k_in, generator=g, device=CUDA) / k_in**0.5).to(torch.bfloat16)
+    ours = gated_linear(x, w)
+    assert ours.shape == (rows, inter) and ours.dtype == torch.bfloat16
+    assert torch.equal(ours, silu_mul(linear(x, w)))
+    with pytest.raises(ValueError, match="must be"):
+        gated_linear(x, w[1:])
 
 
 def _attention_case(

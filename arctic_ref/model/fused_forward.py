@@ -2,13 +2,13 @@
 layer, for CUDA graphs on a GPU. Same collectives, same plan, same cache layout; packed projections
 (vLLM's ``qkv_proj`` and ``gate_up_proj``), so a decode step reads each weight once in four GEMMs
 per layer; the layer math in five operations of a ``LayerOps`` value (the GEMMs are its
-``linear``): ``TRITON_OPS`` (Triton kernels; ``--kernels triton``) or
+``linear``, and ``gated_linear`` for gate_up with SiLU·up): ``TRITON_OPS`` (Triton kernels; ``--kernels triton``) or
 ``TORCH_OPS`` (the reference's torch functions, any device; ``--kernels packed``), with which this
 forward's structure is checked in every layout on the CPU.
 
 Per layer: add+RMSNorm → qkv GEMM → [Ulysses exchange of raw q, k, v] → RoPE(k) + cache write →
 RoPE(q) + split attention (+ combine) → [inverse exchange] → o GEMM → TP all-reduce → add+RMSNorm →
-gate_up GEMM → SiLU·up → down GEMM → TP all-reduce. RoPE comes after the exchange (it acts per row
+gate_up GEMM with SiLU·up → down GEMM → TP all-reduce. RoPE comes after the exchange (it acts per row
 and head, so it commutes with the exchange), with cos/sin of all N rows.
 
 This is an implementation checked against the reference, not a second reference: the GPU tests
@@ -104,7 +104,7 @@ def fused_forward(
             o = plan.groups.exchange.heads_to_seq(o, sp)
         delta = plan.groups.tp.all_reduce(ops.linear(o, model.w(p + "self_attn.o_proj.weight")))
         x, h = ops.add_rms_norm(x, delta, model.w(p + "post_attention_layernorm.weight"), eps)
-        up = ops.silu_mul(ops.linear(h, model.w(p + GATE_UP)))
+        up = ops.gated_linear(h, model.w(p + GATE_UP))
         delta = plan.groups.tp.all_reduce(ops.linear(up, model.w(p + "mlp.down_proj.weight")))
     _, out = ops.add_rms_norm(x, delta, model.w("model.norm.weight"), eps)
     if sp is not None:

@@ -18,7 +18,7 @@ from arctic_ref.model.layers import apply_rope, rms_norm
 AddRmsNorm = Callable[[Tensor, Tensor | None, Tensor, float], tuple[Tensor, Tensor]]
 RopeWriteCache = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], None]
 DecodeAttention = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
-SiluMul = Callable[[Tensor], Tensor]
+GatedLinear = Callable[[Tensor, Tensor], Tensor]
 Linear = Callable[[Tensor, Tensor], Tensor]
 
 
@@ -27,13 +27,14 @@ class LayerOps:
     """``add_rms_norm(x, δ | None, weight, eps) → (x + δ, rms_norm(x + δ))``;
     ``rope_write_cache(k, v, cos, sin, slots, key_cache, value_cache)``;
     ``decode_attention(q, cos, sin, positions, context_slots, real, key_cache, value_cache)``;
-    ``silu_mul(gate_up) → silu(gate) · up``; ``linear(x, weight) → x · weightᵀ`` (the projections)."""
+    ``gated_linear(x, gate_up_weight) → silu(x · W_gateᵀ) · (x · W_upᵀ)`` (the packed [gate; up]
+    weight, each product rounded first); ``linear(x, weight) → x · weightᵀ`` (the projections)."""
 
     name: str
     add_rms_norm: AddRmsNorm
     rope_write_cache: RopeWriteCache
     decode_attention: DecodeAttention
-    silu_mul: SiluMul
+    gated_linear: GatedLinear
     linear: Linear
 
 
@@ -64,15 +65,16 @@ def torch_decode_attention(
     return batched_attention(apply_rope(q, cos, sin), allowed_keys(positions, meta), cache, 0, meta)
 
 
-def torch_silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows inter"]:
-    inter = gate_up.shape[1] // 2
-    return F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
-
-
 def torch_linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Tensor, "rows n"]:
     return x @ weight.T
 
 
+def torch_gated_linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "two_inter k"]) -> Float[Tensor, "rows inter"]:
+    gate_up = torch_linear(x, weight)
+    inter = gate_up.shape[1] // 2
+    return F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+
+
 TORCH_OPS = LayerOps(
-    "torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_silu_mul, torch_linear
+    "torch", torch_add_rms_norm, torch_rope_write_cache, torch_decode_attention, torch_gated_linear, torch_linear
 )

@@ -11,7 +11,8 @@ with the reference's roundings.
   once for the head's whole query group, then the splits combined): softmax and P·v in float32
   (float64 for float64 models), as the reference. bfloat16 runs on tensor cores, with p split into
   three bfloat16 parts so that P·v keeps float32 accuracy.
-* ``silu_mul``: ``silu(gate) · up`` from the packed gate_up projection.
+* ``gated_linear``: ``silu(x·W_gateᵀ) · (x·W_upᵀ)`` with the packed gate_up weight; up to 16 bfloat16
+  rows, the ``linear`` kernel with SiLU·up in its epilogue, otherwise ``linear`` then ``silu_mul``.
 * ``linear``: x·Wᵀ; up to 16 bfloat16 rows, one tensor-core kernel that reads each weight row once
   (float32 accumulation, as cuBLAS, summed in another order); otherwise torch's matmul.
 
@@ -302,33 +303,46 @@ if TRITON_AVAILABLE:
         mask = offs < inter
         gate = tl.load(gate_up_ptr + row * stride + offs, mask=mask, other=0.0)
         up = tl.load(gate_up_ptr + row * stride + inter + offs, mask=mask, other=0.0)
+        tl.store(out_ptr + row * inter + offs, _silu_times(gate, up, WIDE), mask=mask)
+
+    @triton.jit
+    def _silu_times(gate, up, WIDE: tl.constexpr):  # type: ignore[no-untyped-def]
+        """silu(gate) · up in gate's dtype, rounded as the reference: silu first, then the product."""
         dtype = gate.dtype
         g = _opmath(gate, WIDE)
         silu = _divide(g, 1.0 + _exp(-g), WIDE).to(dtype)
-        tl.store(out_ptr + row * inter + offs, (_opmath(silu, WIDE) * _opmath(up, WIDE)).to(dtype), mask=mask)
+        return (_opmath(silu, WIDE) * _opmath(up, WIDE)).to(dtype)
 
 
     @triton.jit
     def _skinny_linear_kernel(  # type: ignore[no-untyped-def]
         x_ptr, w_ptr, y_ptr, rows, n_out, k_in, x_stride,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr,
     ):  # fmt: skip
         """Program n: y[:, n·BLOCK_N : (n+1)·BLOCK_N] = x·Wᵀ for at most BLOCK_M rows of x, one
         tensor-core product per BLOCK_K slice of the weight rows (read once, in order), float32
-        accumulation, one rounding to y's dtype."""
+        accumulation, one rounding to y's dtype. ``GATED``: W is [gate; up] (2·n_out rows) and y is
+        ``_silu_times`` of the two products, each rounded first (``silu_mul`` of ``linear``'s output:
+        the same K order per output, so the same bits)."""
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.arange(0, BLOCK_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        acc_up = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        w_rows = w_ptr + n[:, None].to(tl.int64) * k_in
         for k0 in range(0, k_in, BLOCK_K):
             k = k0 + tl.arange(0, BLOCK_K)
             x_mask = (m[:, None] < rows) & (k[None, :] < k_in)
             x_offs = m[:, None] * x_stride + k[None, :]
             x = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0)
-            w = tl.load(w_ptr + n[:, None].to(tl.int64) * k_in + k[None, :],
-                        mask=(n[:, None] < n_out) & (k[None, :] < k_in), other=0.0)  # fmt: skip
-            acc = tl.dot(x, tl.trans(w), acc)
-        tl.store(y_ptr + m[:, None] * n_out + n[None, :], acc.to(y_ptr.dtype.element_ty),
-                 mask=(m[:, None] < rows) & (n[None, :] < n_out))  # fmt: skip
+            w_mask = (n[:, None] < n_out) & (k[None, :] < k_in)
+            acc = tl.dot(x, tl.trans(tl.load(w_rows + k[None, :], mask=w_mask, other=0.0)), acc)
+            if GATED:
+                up = tl.load(w_rows + n_out.to(tl.int64) * k_in + k[None, :], mask=w_mask, other=0.0)
+                acc_up = tl.dot(x, tl.trans(up), acc_up)
+        y = acc.to(y_ptr.dtype.element_ty)
+        if GATED:
+            y = _silu_times(y, acc_up.to(y_ptr.dtype.element_ty), False)
+        tl.store(y_ptr + m[:, None] * n_out + n[None, :], y, mask=(m[:, None] < rows) & (n[None, :] < n_out))
 
 
 def _require(condition: bool, message: str) -> None:
@@ -501,21 +515,30 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
 
 
 def skinny_config(n_out: int) -> tuple[int, int, int]:
-    """(BLOCK_N, BLOCK_K, pipeline stages) of ``_skinny_linear_kernel``. These are the settings the
-    decode figures were measured with. Per-projection bests from ``benchmarks/gpu/tune_gemv.py``
-    (qkv 64, 128, 5; o 32, 256, 5; gate_up 64, 256, 3; down 32, 256, 5) ran 10× slower inside
-    the whole step in one measurement, not yet explained, so they are not used."""
-    return (32 if n_out <= 4096 else 64), 256, 4
+    """(BLOCK_N, BLOCK_K, pipeline stages) of ``_skinny_linear_kernel``, from whole-step graph replays
+    of the Llama-3-8B decode on one H200 (session of 2026-12-04, ``BLOCK_K`` 256 and 4 warps
+    throughout): 5 stages for outputs up to 4096 wide (o and down: B = 1 step 4.540 ms against 4.597
+    with 4), 3 stages from 16,384 wide (gate_up: 4.519), 4 between (qkv: 128-wide K slices with 5
+    stages gave 4.614). All three together: 4.495 ms at B = 1, 4.986 at B = 8 (5.100 before); cuBLAS
+    4.646 and 4.997. The 10× slower step of the sixth session of 2026-12-03 is therefore not these
+    settings; it also had SiLU·up fused into the down projection's loads (recomputed for all 16
+    tile rows in each of its 128 programs) and ``enable_fp_fusion=False``, not separated since."""
+    block_n = 32 if n_out <= 4096 else 64
+    stages = 5 if n_out <= 4096 else 3 if n_out >= 16_384 else 4
+    return block_n, 256, stages
 
 
-def _skinny(x: Tensor, weight: Tensor) -> Tensor:
+def _skinny(x: Tensor, weight: Tensor, *, gated: bool = False) -> Tensor:
+    """``_skinny_linear_kernel``; ``gated``: half as many outputs as weight rows, each program reading
+    half as many rows of each half (the same weight rows per program as the plain product)."""
     rows, k_in = x.shape
-    n_out = weight.shape[0]
+    n_out = weight.shape[0] // 2 if gated else weight.shape[0]
     y = torch.empty((rows, n_out), dtype=x.dtype, device=x.device)
-    block_n, block_k, stages = skinny_config(n_out)
+    block_n, block_k, stages = skinny_config(weight.shape[0])
+    block_n = block_n // 2 if gated else block_n
     _skinny_linear_kernel[(triton.cdiv(n_out, block_n),)](
         x, weight, y, rows, n_out, k_in, x.stride(0), BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
-        num_warps=4, num_stages=stages,
+        GATED=gated, num_warps=4, num_stages=stages, enable_fp_fusion=not gated,  # SiLU as silu_mul: no FMAs
     )  # fmt: skip
     return y
 
@@ -537,4 +560,14 @@ def linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Te
     return _skinny(x, weight) if _streams_weight(x, weight) else x @ weight.T
 
 
-TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, silu_mul, linear)
+def gated_linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "two_inter k"]) -> Float[Tensor, "rows inter"]:
+    """``silu_mul(linear(x, weight))`` for the packed [gate; up] weight, the same bits: for at most
+    ``SKINNY_ROWS`` bfloat16 rows one ``_skinny_linear_kernel`` launch with SiLU·up in its epilogue
+    (no [rows, 2·I] intermediate, one launch fewer per layer); otherwise the two ops."""
+    _on_cuda(x=x, weight=weight)
+    _require(weight.shape[1] == x.shape[1], f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
+    _require(weight.shape[0] % 2 == 0, f"weight {tuple(weight.shape)} must be [2·I, k] ([gate; up])")
+    return _skinny(x, weight, gated=True) if _streams_weight(x, weight) else silu_mul(linear(x, weight))
+
+
+TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, gated_linear, linear)

@@ -18,6 +18,7 @@ from arctic_ref.model.triton_ops import (
     add_rms_norm,
     attention_tiling,
     decode_attention,
+    gated_linear,
     linear,
     rope_write_cache,
     silu_mul,
@@ -123,6 +124,8 @@ def test_triton_ops_validate_before_launching() -> None:
         silu_mul(torch.zeros(2, 6))
     with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu'"):
         linear(torch.zeros(2, 6), torch.zeros(4, 6))
+    with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu'"):
+        gated_linear(torch.zeros(2, 6), torch.zeros(4, 6))
     k = torch.zeros(3, 2, 4)
     with pytest.raises(ValueError, match=r"'k': 'cpu', 'v': 'cpu'"):
         rope_write_cache(k, k, torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
@@ -171,8 +174,10 @@ def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
 
 def test_skinny_config_keeps_the_measured_settings() -> None:
     """The settings of the measured decode figures: 32 columns per program up to 4096 outputs, else
-    64; 256-wide K slices; 4 stages."""
-    assert [skinny_config(n) for n in (96, 4096, 4097, 28672)] == [(32, 256, 4), (32, 256, 4), (64, 256, 4), (64, 256, 4)]
+    64; 256-wide K slices; 5 stages up to 4096 outputs, 3 from 16,384, else 4."""
+    assert [skinny_config(n) for n in (96, 4096, 4097, 6144, 16_383, 16_384, 28672)] == [
+        (32, 256, 5), (32, 256, 5), (64, 256, 4), (64, 256, 4), (64, 256, 4), (64, 256, 3), (64, 256, 3)
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -186,6 +191,13 @@ def test_attention_tiling_fills_the_gpu_with_few_splits(
     (no combine) beyond; the split kernel keeps its fixed tiling."""
     assert attention_tiling(rows, kv_heads, context, True) == expected
     assert attention_tiling(rows, kv_heads, context, False) == (32, 32, 1)
+
+
+def test_torch_gated_linear_is_silu_of_gate_times_up() -> None:
+    g = torch.Generator().manual_seed(4)
+    x, weight = torch.randn(3, 5, generator=g), torch.randn(8, 5, generator=g)
+    gate, up = x @ weight[:4].T, x @ weight[4:].T
+    assert torch.equal(TORCH_OPS.gated_linear(x, weight), torch.nn.functional.silu(gate) * up)
 
 
 def test_torch_linear_is_the_product_with_the_transposed_weight() -> None:
