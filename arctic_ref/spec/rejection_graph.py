@@ -147,7 +147,9 @@ def _graph_key(
 
 class RejectionSampler:
     """``rejection_sample`` with the same arguments and results; on CUDA, repeated calls on the same
-    buffers replay one CUDA graph (see the module docstring for when, and what is kept exact)."""
+    buffers replay one CUDA graph (see the module docstring for when, and what is kept exact). One
+    sampler serves one thread: a graph's output address lives in one pinned slot between the host
+    writing it and the replay reading it."""
 
     def __init__(
         self, *, profile: SamplerProfile = INTENDED, capacity: int = CAPACITY, capture_after: int = CAPTURE_AFTER
