@@ -13,7 +13,7 @@ from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import SuffixDrafter
 from arctic_ref.runner.prompts import builtin_prompts
-from arctic_ref.spec import RejectionSampler, SamplingMetadata, rejection_sample
+from arctic_ref.spec import RejectionSampler, SamplingMetadata, draw_noise, rejection_sample
 from arctic_ref.spec.rejection_graph import RING
 from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE
 
@@ -140,6 +140,30 @@ def test_nan_in_a_greedy_row_raises_on_every_path(column: int) -> None:
     for call in (lambda: rejection_sample(*args, fused=False), lambda: rejection_sample(*args), lambda: sampler(*args)):
         with pytest.raises(ValueError, match="NaN"):
             call()
+
+
+def test_noise_drawn_on_a_side_stream_is_the_same_noise() -> None:
+    """``draw_noise(exponential_stream=...)`` (the graph's overlap) takes the same offsets of the
+    default and per-request generators as on one stream: the same noise, and generators left alike."""
+    counts = [2, 0, 3]
+
+    def meta() -> SamplingMetadata:
+        seeded = {2: torch.Generator(device="cuda").manual_seed(5)}
+        return SamplingMetadata(temperature=torch.ones(3, device="cuda"), all_greedy=False, all_random=True,
+                                generators=seeded)  # fmt: skip
+
+    torch.manual_seed(11)
+    plain_meta = meta()
+    plain = draw_noise(counts, 5000, plain_meta, device="cuda")
+    after_plain = (_state(), plain_meta.generators[2].get_state())
+    side = torch.cuda.Stream()
+    torch.manual_seed(11)
+    side_meta = meta()
+    other = draw_noise(counts, 5000, side_meta, device="cuda", exponential_stream=side)
+    torch.cuda.current_stream().wait_stream(side)
+    assert plain is not None and other is not None
+    assert torch.equal(plain.uniforms, other.uniforms) and torch.equal(plain.exponentials, other.exponentials)
+    assert torch.equal(_state(), after_plain[0]) and torch.equal(side_meta.generators[2].get_state(), after_plain[1])
 
 
 def test_calls_it_cannot_graph_run_eagerly() -> None:

@@ -276,8 +276,7 @@ class RejectionSampler:
         captured = _Captured(
             graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), address=address,
             out_address=ctypes.c_int64.from_address(address.data_ptr()), out_slot=out_slot, offset_step=drawn // 2,
-            flags=flags,
-            host_flags=host_flags, counters=counters,
+            flags=flags, host_flags=host_flags, counters=counters,
         )  # fmt: skip
         self._graphs[key] = captured
         return captured

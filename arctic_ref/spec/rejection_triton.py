@@ -17,9 +17,12 @@ Two launches, about 1.25 reads of the logits instead of a softmax materialised a
 acquire-release atomic increment; the last arrival resets the counter to zero for the next launch
 and reads the others' partials through L2.
 
-Exactness: on CUDA ``compute_target_probs`` computes p with the same statistics kernels and the same
-expression (``softmax_rows``), so the readable reference and this path see identical p bits; the
-divisions are IEEE round-to-nearest (``div_rn``), as torch's.
+Exactness: on CUDA ``compute_target_probs`` computes p with the same statistics kernels, the same
+launch settings (``stats_config``, which fix the summation order) and the same expression
+(``softmax_rows``), so the readable reference and this path see identical p bits; the divisions
+are IEEE round-to-nearest (``div_rn``), as torch's. Maxima and argmaxes keep a best per lane and
+reduce once (exact, first index on ties); a greedy row's maximum is NaN if the row holds a NaN, as
+torch's (``tl.max`` alone skips NaN).
 """
 
 from dataclasses import dataclass
@@ -594,8 +597,8 @@ def fused_kernels(
     output to write (otherwise allocated). ``out_slot``: int64 [1] on the device holding the address
     of the tensor to write, read when the second launch runs, so each replay of a captured call can
     write a fresh tensor (the caller copies the address in first); it must hold ``out``'s address
-    for a launch that is not captured. Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA
-    graph)."""
+    for a launch that is not captured. Returns the output and the per-row NaN flags, unread (no
+    sync: capturable in a CUDA graph)."""
     num_reqs, vocab = exponentials.shape
     rows = draft_token_ids.shape[0]
     device = target_logits.device
