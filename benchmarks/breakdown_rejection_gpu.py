@@ -115,11 +115,7 @@ def breakdown(reqs: int, drafts: int) -> None:
             bare_replay()
         torch.cuda.synchronize()
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=50))
-    start = time.perf_counter()
-    for _ in range(1000):
-        _graph_key(*args, INTENDED)
-    print(f"  {'graph key (host only)':24s} {(time.perf_counter() - start) * 1e3:9.1f} us")
-    host_timeline(sampler, args)
+    host_timeline(sampler, args)  # its first step is the graph key
     for block, warps, race_block, race_warps, chunks in SWEEP:
         times = kernel_us(lambda b=block, w=warps, r=race_block, rw=race_warps, c=chunks: fused_kernels(
             ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, block=b, warps=w,
@@ -128,6 +124,7 @@ def breakdown(reqs: int, drafts: int) -> None:
         stats, race = times.get("_stats_verify_kernel", 0.0), times.get("_race_finish_kernel", 0.0)
         print(f"  stats {block} x {warps} warps: {stats:6.1f} us | race {race_block} x {race_warps} warps, "
               f"{chunks or race_chunks(reqs)} chunks: {race:6.1f} us")  # fmt: skip
+
 
 for shape in ((1, 4), (8, 4), (32, 4), (256, 4), (256, 16)):
     breakdown(*shape)

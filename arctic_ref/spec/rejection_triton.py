@@ -488,6 +488,13 @@ B = 1 verification is not bound by one SM's latency. ``row_stats`` and the fused
 partials and the merge, so both see the same bits."""
 
 
+def _stats_launch(rows: int, block: int | None, warps: int | None) -> tuple[int, int]:
+    """(columns per step, warps) of the statistics programs of a ``rows``-row call: the overrides
+    given, else ``stats_config``'s; columns at most ``STATS_CHUNK``."""
+    default_block, default_warps = stats_config(rows)
+    return min(default_block if block is None else block, STATS_CHUNK), default_warps if warps is None else warps
+
+
 def _partial_buffers(rows: int, vocab: int, device: torch.device) -> tuple[Tensor, Tensor, Tensor, int, int]:
     """Uninitialised (m or max, s, index) partials for ``rows`` rows of ``vocab`` columns in
     ``STATS_CHUNK`` chunks, the chunk count, and that count padded to a power of two (a row's stride)."""
@@ -506,15 +513,13 @@ def stats_partials(
     (m or max, s, index) per (row, chunk) and (chunks, CHUNKS padded to a power of two). ``block`` and
     ``warps`` default to ``stats_config`` of the row count, as in ``fused_kernels``."""
     rows, vocab = logits.shape
-    default_block, default_warps = stats_config(rows)
-    block = default_block if block is None else block
-    warps = default_warps if warps is None else warps
+    block, warps = _stats_launch(rows, block, warps)
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, logits.device)
     if rows:
         _partial_kernel[(cu.shape[0], max(max_spec_len, 1), nchunks)](
             logits, part_m if temperature is None else temperature, cu, part_m, part_s, part_i, vocab,
-            logits.stride(0), STATS_CHUNK, HAS_TEMP=temperature is not None, CHUNKS=padded,
-            BLOCK=min(block, STATS_CHUNK), num_warps=warps,
+            logits.stride(0), STATS_CHUNK, HAS_TEMP=temperature is not None, CHUNKS=padded, BLOCK=block,
+            num_warps=warps,
         )  # fmt: skip
     return part_m, part_s, part_i, nchunks, padded
 
@@ -630,9 +635,7 @@ def fused_kernels(
         raise ValueError(f"counters: int32 with at least {rows + num_reqs} elements, got {counters.dtype} "
                          f"{tuple(counters.shape)}")  # fmt: skip
     has_temp, has_q = temperature is not None, draft_probs is not None
-    default_block, default_warps = stats_config(rows)
-    block = default_block if block is None else block
-    warps = default_warps if warps is None else warps
+    block, warps = _stats_launch(rows, block, warps)
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, device)
     flags = checks.flags if checks is not None else m
     if rows or checks is not None:
@@ -640,7 +643,7 @@ def fused_kernels(
             logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad, counters,
             vocab, logits.stride(0), STATS_CHUNK, nchunks,
             cu if checks is None else checks.cu_num_draft_tokens, cu, flags, num_reqs, rows,
-            HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=min(block, STATS_CHUNK),
+            HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=block,
             CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
             ALL_RANDOM=checks is not None and checks.all_random, num_warps=warps,
         )  # fmt: skip
