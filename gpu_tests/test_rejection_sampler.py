@@ -87,9 +87,10 @@ BAD_VALUES: dict[str, tuple[Callable[[Args], None], str]] = {
 }
 
 
+@pytest.mark.parametrize("vocab", [5000, 100_000], ids=["kernels draw", "torch draws"])
 @pytest.mark.parametrize("case", list(BAD_VALUES))
-def test_bad_values_raise_the_eager_message_and_leave_the_generator(case: str) -> None:
-    args = _args(4, 3, 5000)
+def test_bad_values_raise_the_eager_message_and_leave_the_generator(case: str, vocab: int) -> None:
+    args = _args(4, 3, vocab)
     sampler = RejectionSampler()
     sampler(*args)
     sampler(*args)

@@ -7,10 +7,12 @@ and about twenty launches — some 0.65 ms of host time while the kernels themse
 
 The graph path keeps the contract:
 
-- **Same output, same generator.** The graph draws its noise with ``draw_noise`` from the default
-  CUDA generator, which a replay advances exactly as an eager call would (torch's graph-safe Philox
-  offsets), and runs the same ``fused_kernels``: output and final generator state are
-  bit-identical to ``rejection_sample`` under the same seed.
+- **Same output, same generator.** Up to ``DRAWN_MAX_VALUES`` exponentials the kernels draw the
+  noise themselves, bit for bit as torch would from the default CUDA generator's seed and offset
+  (``torch_philox``; the host hands them over in the slot below and advances the offset by the
+  draws' increments); beyond, the graph draws with ``draw_noise``, which a replay advances exactly
+  as an eager call would (torch's graph-safe Philox offsets). Either way output and final
+  generator state are bit-identical to ``rejection_sample`` under the same seed.
 - **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
   before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are
   checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in a pinned buffer the
@@ -18,9 +20,9 @@ The graph path keeps the contract:
   default generator's offset is restored to its value before the call and ``validate_inputs`` raises
   its usual message; the output is never handed out. The kernels never read out of bounds on bad
   values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
-- **Every call returns a fresh tensor**, written by the replay itself: the host puts its address in
-  pinned memory, a copy node at the head of the graph takes it to the device, and the second launch
-  writes there. The tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call
+- **Every call returns a fresh tensor**, written by the replay itself: the host puts its address
+  (and the generator's seed and offset) in pinned memory, a copy node at the head of the graph takes
+  them to the device, and the second launch writes there. The tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call
   allocates nothing.
 - **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
   hot path makes few torch calls: the key, the replay, one stream synchronisation (the stream object
@@ -55,13 +57,24 @@ from arctic_ref.spec.rejection import (
     validate_host_inputs,
     validate_inputs,
 )
-from arctic_ref.spec.rejection_triton import NAN_MESSAGE, ValueChecks, fused_kernels, fused_supported
+from arctic_ref.spec.rejection_triton import NAN_MESSAGE, DrawnNoise, ValueChecks, fused_kernels, fused_supported
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 CAPACITY: Final = 16
 """Graphs kept per sampler (least recently used dropped first); each holds its own memory pool."""
 CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
+
+DRAWN_MAX_VALUES: Final = 2**18
+"""Calls of at most this many exponentials (B · V: two requests at V = 128,256) draw their noise
+in the kernels (``DrawnNoise``); larger ones with torch inside the graph. The drawing race does not
+yet win at large B: one H200, one process, three medians of 200 whole calls each, torch draws against
+kernel draws (session of 2026-12-04): 1 × 4 92.0 / 77.8 µs, 8 × 4 89.8 / 91.3, 32 × 4 138 / 142,
+256 × 4 407 / 525, 256 × 16 860 / 956 (its race kernel 291 µs at 256 × 4, against 98 for the
+chunked race plus 63 for torch's draw on a side stream)."""
+
+MIN_VOCAB: Final = 16
+"""Smaller vocabularies draw with torch (the drawing race's segments are at least 16 columns)."""
 
 RING: Final = 64
 """Output tensors allocated at once per graph (``_Outputs``)."""
@@ -95,21 +108,26 @@ class _Captured:
     graph: torch.cuda.CUDAGraph
     expected_cu: Tensor
     outputs: _Outputs
-    address: Tensor
-    """Pinned int64 [1]: the address the replay writes its output to (a fresh tensor per call); the
-    graph copies it to the device before the second launch reads it."""
-    out_address: ctypes.c_int64
-    """``address``'s value, written from the host without a torch call."""
-    out_slot: Tensor
-    """int64 [1] on the device: the graph's copy of ``address``, which the second launch reads."""
+    host_slot: Tensor
+    """Pinned int64 [3]: the address the replay writes its output to (a fresh tensor per call), the
+    default generator's seed and its offset; the graph copies them to the device first."""
+    host_values: ctypes.Array[ctypes.c_int64]
+    """``host_slot``'s values, written from the host without a torch call."""
+    slot: Tensor
+    """int64 [3] on the device: the graph's copy of ``host_slot``, which the kernels read."""
     offset_step: int
     """How far one replay advances the default generator's offset."""
+    kernels_draw: bool
+    """The kernels draw the noise (``DrawnNoise``) and the host advances the offset; otherwise the
+    graph draws with torch and its replay does."""
     flags: Tensor
     """int32 [2]: the value-rule bits (``ValueChecks``), then the NaN flag."""
     host_flags: Tensor
     """Pinned host copy of ``flags``, written by the graph's last node."""
     counters: Tensor
     """The kernels' arrival counters, zero between replays."""
+    race_bests: Tensor
+    """The race's published bests (``fused_kernels``' ``race_bests``), zero between replays."""
 
 
 def _tensor_key(tensor: Tensor) -> _TensorKey:
@@ -194,14 +212,22 @@ class RejectionSampler:
                 return rejection_sample(*args, profile=self.profile)
             captured = self._capture(key, *args)
         self._graphs.move_to_end(key)
-        device = target_logits.device
+        generator = torch.cuda.default_generators[target_logits.device.index or 0]
+        values = captured.host_values
+        if captured.kernels_draw:  # the host hands the kernels the seed and offset, and advances it
+            offset = generator.get_offset()
+            if offset % 4:  # torch keeps it a multiple of 4; the kernels' draws assume so
+                return rejection_sample(*args, profile=self.profile)
+            seed = generator.initial_seed()
+            values[1] = seed - 2**64 if seed >= 2**63 else seed
+            values[2] = offset
+            generator.set_offset(offset + captured.offset_step)  # as the eager draws would
         out, address = captured.outputs.take()  # handed out only if every check passes
-        captured.out_address.value = address  # the replay writes there
+        values[0] = address  # the replay writes there
         captured.graph.replay()
-        self._current_stream(device).synchronize()  # the call's one synchronisation
+        self._current_stream(target_logits.device).synchronize()  # the call's one synchronisation
         value_bits, nan = captured.host_flags.tolist()
         if value_bits:
-            generator = torch.cuda.default_generators[device.index or 0]
             generator.set_offset(generator.get_offset() - captured.offset_step)
             validate_inputs(*args, self.profile)
             raise AssertionError(f"the graph's value check ({value_bits}) disagrees with validate_inputs")
@@ -231,35 +257,42 @@ class RejectionSampler:
         cu_num_draft_tokens: Tensor, draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor,
         meta: SamplingMetadata,
     ) -> _Captured:  # fmt: skip
-        """``capture_graph`` of the whole call on these inputs; the warm-up calls' draws are undone."""
+        """``capture_graph`` of the whole call on these inputs: the kernels draw the noise up to
+        ``DRAWN_MAX_VALUES`` exponentials, torch's generator (``draw_noise``) beyond."""
         device = target_logits.device
         expected_cu = torch.tensor(list(accumulate(num_draft_tokens)), dtype=torch.int64, device=device)
         flags = torch.zeros(2, dtype=torch.int32, device=device)
         host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)
 
-        counters = torch.zeros(draft_token_ids.shape[0] + len(num_draft_tokens), dtype=torch.int32, device=device)
-        out_shape = (len(num_draft_tokens), max_spec_len + 1)
+        rows, num_reqs = draft_token_ids.shape[0], len(num_draft_tokens)
+        counters = torch.zeros(rows + 3 * num_reqs, dtype=torch.int32, device=device)
+        race_bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device)
+        out_shape = (num_reqs, max_spec_len + 1)
         static_out = torch.empty(out_shape, dtype=torch.int32, device=device)  # written by the warm-up calls
-        address = torch.tensor([static_out.data_ptr()], dtype=torch.int64, pin_memory=True)
-        out_slot = torch.empty(1, dtype=torch.int64, device=device)
-        side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        host_slot = torch.tensor([static_out.data_ptr(), 0, 0], dtype=torch.int64, pin_memory=True)
+        slot = torch.empty(3, dtype=torch.int64, device=device)
+        vocab = target_logits.shape[1]
+        kernels_draw = vocab >= MIN_VOCAB and num_reqs * vocab <= DRAWN_MAX_VALUES
+        drawn = DrawnNoise.layout(slot[1:], rows, num_reqs, vocab) if kernels_draw else None
+        side = torch.cuda.Stream(device) if drawn is None else None  # type: ignore[no-untyped-call]
         checks = ValueChecks(
             cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random, flags=flags
         )
 
         def body() -> Tensor:
             assert meta.temperature is not None
-            noise = draw_noise(
-                num_draft_tokens, target_logits.shape[1], meta, profile=self.profile, device=device,
-                exponential_stream=side,
-            )  # fmt: skip
-            assert noise is not None
-            with torch.cuda.stream(side):  # a copy node: the address as the host holds it when the replay runs
-                out_slot.copy_(address, non_blocking=True)
+            slot.copy_(host_slot, non_blocking=True)  # a copy node: what the host holds when the replay runs
+            uniforms = exponentials = None
+            if drawn is None:
+                noise = draw_noise(num_draft_tokens, vocab, meta, profile=self.profile, device=device,
+                                   exponential_stream=side)  # fmt: skip
+                assert noise is not None
+                uniforms, exponentials = noise.uniforms, noise.exponentials
             out, _ = fused_kernels(
                 draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
-                bonus_column(bonus_token_ids), meta.temperature, noise.uniforms, noise.exponentials, checks=checks,
-                counters=counters, exponential_stream=side, out=static_out, out_slot=out_slot,
+                bonus_column(bonus_token_ids), meta.temperature, uniforms, exponentials, checks=checks,
+                counters=counters, exponential_stream=side, out=static_out, out_slot=slot[:1], drawn=drawn,
+                race_bests=race_bests,
             )  # fmt: skip
             host_flags.copy_(flags, non_blocking=True)
             return out
@@ -267,16 +300,18 @@ class RejectionSampler:
         generator = torch.cuda.default_generators[device.index or 0]
         offset = generator.get_offset()
         graph, _ = capture_graph(body, device)
-        drawn = generator.get_offset() - offset  # the two warm-up calls drew noise; capturing draws none
+        warm_up_draws = generator.get_offset() - offset  # two warm-up calls' torch draws; capturing draws none
         generator.set_offset(offset)
-        if drawn % 2:
-            raise AssertionError(f"two warm-up calls advanced the generator by an odd {drawn}")
+        if warm_up_draws % 2:
+            raise AssertionError(f"two warm-up calls advanced the generator by an odd {warm_up_draws}")
         if len(self._graphs) >= self.capacity:
             self._graphs.popitem(last=False)
         captured = _Captured(
-            graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), address=address,
-            out_address=ctypes.c_int64.from_address(address.data_ptr()), out_slot=out_slot, offset_step=drawn // 2,
+            graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), host_slot=host_slot,
+            host_values=(ctypes.c_int64 * 3).from_address(host_slot.data_ptr()), slot=slot,
+            offset_step=warm_up_draws // 2 if drawn is None else drawn.increment, kernels_draw=drawn is not None,
             flags=flags, host_flags=host_flags, counters=counters,
+            race_bests=race_bests,
         )  # fmt: skip
         self._graphs[key] = captured
         return captured

@@ -31,10 +31,14 @@ from typing import Final
 import torch
 from torch import Tensor
 
+from arctic_ref.spec.torch_philox import PhiloxDraw
+
 try:
     import triton
     import triton.language as tl
     from triton.language.extra import libdevice
+
+    from arctic_ref.spec.torch_philox import exponential_of_word, philox_block, uniform64_at
 
     TRITON_AVAILABLE: Final = True
 except ImportError:  # pragma: no cover - CPU-only installs
@@ -219,11 +223,12 @@ if TRITON_AVAILABLE:
     @triton.jit
     def _verify_row(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-        accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks,
-        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
+        accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u,
+        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, DRAWN: tl.constexpr,
     ):  # fmt: skip
         """Draft row ``row`` of request ``req``: its merged chunk partials (softmax statistics or
-        raw argmax), p(d) and the acceptance."""
+        raw argmax), p(d) and the acceptance; ``DRAWN``: u is torch's float64 ``rand`` value ``row``,
+        drawn here from the seed and offset at ``state_ptr`` (``torch_philox``)."""
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
@@ -241,7 +246,10 @@ if TRITON_AVAILABLE:
         q = 1.0
         if HAS_Q:
             q = tl.load(q_ptr + row * vocab + d)
-        u = tl.load(u_ptr + row)
+        if DRAWN:  # noqa: SIM108 - a constexpr choice between two codes
+            u = uniform64_at(tl.load(state_ptr), tl.load(state_ptr + 1), row, stride_u)
+        else:
+            u = tl.load(u_ptr + row)
         ratio = _div(pd, q)
         accept = tl.where(greedy, raw_index == d, (q > 0) & (pd > 0) & (ratio.to(tl.float64) >= u))
         bad = tl.where(greedy, raw_best != raw_best, pd != pd)
@@ -255,14 +263,16 @@ if TRITON_AVAILABLE:
     def _stats_verify_kernel(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
         accept_ptr, argmax_ptr, bad_ptr, row_counter_ptr, vocab, stride, chunk, nchunks,
-        check_cu_ptr, expected_ptr, flags_ptr, num_reqs, total,
-        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
-        CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr,
+        check_cu_ptr, expected_ptr, flags_ptr, num_reqs, total, state_ptr, stride_u, race_row_ptr, accepted_ptr,
+        req_counter_ptr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
+        CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr, DRAWN: tl.constexpr,
     ):  # fmt: skip
         """Program (i, j, c): ``_partial`` of row j of request i over chunk c; the row's last chunk
         program to finish verifies the row (``_verify_row``, partials merged in chunk order). With
         ``CHECK``, program (0, 0, 0) also writes the value rules' bits to ``flags[0]`` and zeroes the
-        NaN flag ``flags[1]``, which ``_race_finish_kernel`` raises."""
+        NaN flag ``flags[1]``, which ``_race_finish_kernel`` raises. ``DRAWN``: u drawn in the
+        kernel, and the request's last row to be verified marks its race row (``_mark_race_row``;
+        program (i, 0, 0) of a request without rows marks it none)."""
         req = tl.program_id(0)
         j = tl.program_id(1)
         part = tl.program_id(2)
@@ -279,8 +289,17 @@ if TRITON_AVAILABLE:
             if _last_to_arrive(row_counter_ptr + row, nchunks):
                 _verify_row(
                     logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-                    accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, HAS_TEMP, HAS_Q, CHUNKS,
+                    accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u, HAS_TEMP,
+                    HAS_Q, CHUNKS, DRAWN,
                 )  # fmt: skip
+                if DRAWN:  # noqa: SIM102 - a constexpr test, then a runtime one
+                    if _last_to_arrive(req_counter_ptr + req, end - begin):
+                        _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, end - begin,
+                                       HAS_TEMP)  # fmt: skip
+        elif DRAWN:  # noqa: SIM102
+            if (j == 0) & (part == 0):
+                tl.store(accepted_ptr + req, 0)
+                tl.store(race_row_ptr + req, -1)
 
     @triton.jit
     def _accepted_prefix(accept_ptr, begin, n):  # type: ignore[no-untyped-def]
@@ -292,30 +311,40 @@ if TRITON_AVAILABLE:
         return accepted
 
     @triton.jit
+    def _race_score(x, e, q, offs, mask, d, m, s, tau, RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr):  # type: ignore[no-untyped-def]
+        """w / E per column (-1 where w ≤ 0 or masked), w the residual (``RESIDUAL``: max(p − q, 0),
+        or p with the draft token zeroed) or p itself, p = exp(x/τ − m) / s."""
+        if DIVIDE:
+            x = _div(x, tau)
+        p = _div(_exp(x - m), s)
+        w = p
+        if RESIDUAL:
+            if HAS_Q:  # noqa: SIM108 - a constexpr choice between two codes
+                w = tl.maximum(p - q, 0.0)
+            else:
+                w = tl.where(offs == d, 0.0, p)
+        return tl.where(mask & (w > 0), _div(w, e), -1.0)
+
+    @triton.jit
     def _race_loop(  # type: ignore[no-untyped-def]
         base, e_base, q_base, lo, hi, d, m, s, tau,
         RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
-        """(best score, first index of it) of w / E over columns [lo, hi), w the residual
-        (``RESIDUAL``) or p itself; -1 when no column has w > 0, -2 (index 0) for no columns. Each
-        lane keeps its own best (``_lane_best``); one reduction at the end."""
+        """(best score, first index of it) of ``_race_score`` over columns [lo, hi); -1 when no
+        column has w > 0, -2 (index 0) for no columns. Each lane keeps its own best
+        (``_lane_best``); one reduction at the end."""
         best = tl.full([BLOCK], -2.0, tl.float32)
         index = tl.zeros([BLOCK], tl.int32)
         for start in range(lo, hi, BLOCK):
             offs = start + tl.arange(0, BLOCK)
             mask = offs < hi
             x = tl.load(base + offs, mask=mask, other=-float("inf"))
-            if DIVIDE:
-                x = _div(x, tau)
-            p = _div(_exp(x - m), s)
             e = tl.load(e_base + offs, mask=mask, other=1.0)
-            w = p
-            if RESIDUAL:
+            q = 0.0
+            if RESIDUAL:  # noqa: SIM102 - constexpr tests
                 if HAS_Q:
-                    w = tl.maximum(p - tl.load(q_base + offs, mask=mask, other=0.0), 0.0)
-                else:
-                    w = tl.where(offs == d, 0.0, p)
-            score = tl.where(mask & (w > 0), _div(w, e), -1.0)
+                    q = tl.load(q_base + offs, mask=mask, other=0.0)
+            score = _race_score(x, e, q, offs, mask, d, m, s, tau, RESIDUAL, HAS_Q, DIVIDE)
             best, index = _lane_best(best, index, score, offs, False)
         return _first_of_max(best, index)
 
@@ -361,6 +390,24 @@ if TRITON_AVAILABLE:
         tl.store(part_index_ptr + slot + 1, fallback_index)
 
     @triton.jit
+    def _write_row(draft_ptr, out_ptr, req, begin, accepted, final, out_cols, COLS: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Request ``req``'s left-packed output row: its ``accepted`` drafts, ``final``, then -1."""
+        cols = tl.arange(0, COLS)
+        drafts = tl.load(draft_ptr + begin + cols, mask=cols < accepted, other=-1)
+        row_out = out_ptr + req.to(tl.int64) * out_cols
+        tl.store(row_out + cols, tl.where(cols < accepted, drafts, -1).to(tl.int32), mask=cols < out_cols)
+        tl.store(row_out + accepted, final.to(tl.int32))
+
+    @triton.jit
+    def _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end):  # type: ignore[no-untyped-def]
+        """The call's NaN flag raised if any of rows [begin, end) is bad."""
+        bad = 0
+        for r in range(begin, end):
+            bad = tl.maximum(bad, tl.load(bad_ptr + r).to(tl.int32))
+        if bad > 0:
+            tl.atomic_max(nan_flag_ptr, 1)
+
+    @triton.jit
     def _finish_request(  # type: ignore[no-untyped-def]
         temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
         req, begin, end, out_cols, HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, COLS: tl.constexpr,
@@ -369,10 +416,6 @@ if TRITON_AVAILABLE:
         winner: the first chunk's among equal scores) and the whole left-packed output row."""
         n = end - begin
         accepted = _accepted_prefix(accept_ptr, begin, n)
-        cols = tl.arange(0, COLS)
-        drafts = tl.load(draft_ptr + begin + cols, mask=cols < accepted, other=-1)
-        row_out = out_ptr + req.to(tl.int64) * out_cols
-        tl.store(row_out + cols, tl.where(cols < accepted, drafts, -1).to(tl.int32), mask=cols < out_cols)
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
@@ -393,7 +436,7 @@ if TRITON_AVAILABLE:
                 p_best = tl.max(p_scores, axis=0)
                 p_winner = tl.min(tl.where(p_scores == p_best, p_indices, 2147483647), axis=0)
                 final = tl.where(best >= 0, winner, p_winner).to(tl.int64)
-        tl.store(row_out + accepted, final.to(tl.int32))
+        _write_row(draft_ptr, out_ptr, req, begin, accepted, final, out_cols, COLS)
 
     @triton.jit
     def _race_finish_kernel(  # type: ignore[no-untyped-def]
@@ -418,11 +461,152 @@ if TRITON_AVAILABLE:
             _finish_request(temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr,
                             out_ptr, req, begin, end, out_cols, HAS_TEMP, CHUNKS, COLS)  # fmt: skip
             if HAS_NAN_FLAG:
-                bad = 0
-                for r in range(begin, end):
-                    bad = tl.maximum(bad, tl.load(bad_ptr + r).to(tl.int32))
-                if bad > 0:
-                    tl.atomic_max(nan_flag_ptr, 1)
+                _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end)
+
+    @triton.jit
+    def _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, n, HAS_TEMP: tl.constexpr):  # type: ignore[no-untyped-def]
+        """Request ``req``'s accepted prefix and the row its race runs on (its first rejected row; -1
+        if none or greedy), from the acceptances other programs of this launch wrote (read through L2)."""
+        accepted = 0
+        prefix_ok = 1
+        for j in range(0, n):
+            prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j, cache_modifier=".cg") != 0).to(tl.int32)
+            accepted += prefix_ok
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req)
+        tl.store(accepted_ptr + req, accepted)
+        tl.store(race_row_ptr + req, tl.where((accepted < n) & (tau >= 1e-5), begin + accepted, -1).to(tl.int32))
+
+    @triton.jit
+    def _packed_best(score, cols, chosen):  # type: ignore[no-untyped-def]
+        """The best (score, column) among ``chosen`` lanes with score ≥ 0 as one int64 that orders
+        like the race (higher score, then lower column): score bits above, 2³¹ − 1 − column below;
+        0 if there is none."""
+        top = tl.max(tl.where(chosen, score, -1.0), axis=0)
+        col = tl.min(tl.where(chosen & (score == top), cols, 2147483647), axis=0)
+        packed = (top.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (2147483647 - col).to(tl.int64)
+        return tl.where(top >= 0, packed, 0)
+
+    @triton.jit
+    def _race_candidate(  # type: ignore[no-untyped-def]
+        x, e, q, cols, live, chosen, d, m, s, tau, all_one, best_ptr, fallback_ptr, req, HAS_Q: tl.constexpr
+    ):  # fmt: skip
+        """One request's lanes (``chosen``) of a race segment: the best residual score published to
+        ``best_ptr[req]`` (atomic max of ``_packed_best``), and, if no lane has a positive residual,
+        the best p-score to ``fallback_ptr[req]`` (the degenerate-residual fallback)."""
+        mask = live & chosen
+        if all_one:  # x / 1 == x exactly
+            packed = _packed_best(_race_score(x, e, q, cols, mask, d, m, s, tau, True, HAS_Q, False), cols, mask)
+        else:
+            packed = _packed_best(_race_score(x, e, q, cols, mask, d, m, s, tau, True, HAS_Q, True), cols, mask)
+        if packed > 0:
+            tl.atomic_max(best_ptr + req, packed)
+        else:
+            fallback = _packed_best(_race_score(x, e, q, cols, mask, d, m, s, tau, False, HAS_Q, True), cols, mask)
+            if fallback > 0:
+                tl.atomic_max(fallback_ptr + req, fallback)
+
+    @triton.jit
+    def _segments_of(req, vocab, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        """How many BLOCK-aligned segments of the [B · V] exponentials meet request ``req``'s row."""
+        first = (req.to(tl.int64) * vocab) // BLOCK
+        return ((req.to(tl.int64) + 1) * vocab - 1) // BLOCK - first + 1
+
+    @triton.jit
+    def _finish_drawn(  # type: ignore[no-untyped-def]
+        temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr, fallback_ptr, out_ptr,
+        nan_flag_ptr, req, out_cols, HAS_TEMP: tl.constexpr, COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr,
+    ):  # fmt: skip
+        """Request ``req``'s final token (bonus, greedy argmax, or the race's published winner) and
+        output row; its published bests reset to zero for the next launch."""
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        accepted = tl.load(accepted_ptr + req).to(tl.int64)
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req)
+        final = tl.load(bonus_ptr + req).to(tl.int64)
+        if accepted < end - begin:
+            if tau < 1e-5:
+                final = tl.load(argmax_ptr + begin + accepted).to(tl.int64)
+            else:
+                best = tl.load(best_ptr + req, cache_modifier=".cg")
+                packed = tl.where(best > 0, best, tl.load(fallback_ptr + req, cache_modifier=".cg"))
+                final = tl.where(packed > 0, 2147483647 - (packed & 0xFFFFFFFF), 0)
+        tl.store(best_ptr + req, 0)
+        tl.store(fallback_ptr + req, 0)
+        _write_row(draft_ptr, out_ptr, req, begin, accepted, final, out_cols, COLS)
+        if HAS_NAN_FLAG:
+            _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end)
+
+    @triton.jit
+    def _race_draw_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, m_ptr, s_ptr, argmax_ptr, bonus_ptr, bad_ptr, race_row_ptr,
+        accepted_ptr, best_ptr, fallback_ptr, counter_ptr, state_ptr, out_ptr, out_slot_ptr, nan_flag_ptr,
+        num_reqs, vocab, stride, numel, stride_e, offset_e, out_cols,
+        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr, COLS: tl.constexpr,
+        HAS_NAN_FLAG: tl.constexpr, OUT_FROM_SLOT: tl.constexpr,
+    ):  # fmt: skip
+        """Program t: Philox thread slots [t·BLOCK, (t+1)·BLOCK) of torch's exponential draw
+        (``torch_philox``), whose four words are four BLOCK-aligned segments of the [B · V]
+        exponentials. Each segment meets at most two requests' rows (BLOCK ≤ V); for each that races
+        (``race_row`` ≥ 0) its lanes' best score is published (``_race_candidate``). The last
+        segment of a request to finish writes its output row (``_finish_drawn``)."""
+        per_call = stride_e // BLOCK
+        call = tl.program_id(0) // per_call
+        idx0 = (tl.program_id(0) - call * per_call) * BLOCK
+        lanes = tl.arange(0, BLOCK)
+        seed = tl.load(state_ptr)
+        w0, w1, w2, w3 = philox_block(seed, (tl.load(state_ptr + 1) + offset_e) // 4 + call, (idx0 + lanes).to(tl.int64))
+        if OUT_FROM_SLOT:
+            out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
+        for word in tl.static_range(4):
+            bits = w0 if word == 0 else w1 if word == 1 else w2 if word == 2 else w3
+            li0 = (call * 4 + word).to(tl.int64) * stride_e + idx0
+            if li0 < numel:
+                req_a = (li0 // vocab).to(tl.int32)
+                col0 = li0 - req_a.to(tl.int64) * vocab
+                second = col0 + lanes >= vocab
+                cols = tl.where(second, col0 + lanes - vocab, col0 + lanes).to(tl.int32)
+                req_b = req_a + 1
+                has_b = (req_b < num_reqs) & (col0 + BLOCK > vocab)
+                row_a = tl.load(race_row_ptr + req_a)
+                row_b = tl.load(race_row_ptr + req_b, mask=has_b, other=-1)
+                if (row_a >= 0) | (row_b >= 0):
+                    m_a = tl.load(m_ptr + row_a, mask=row_a >= 0, other=0.0)
+                    m_b = tl.load(m_ptr + row_b, mask=row_b >= 0, other=0.0)
+                    s_a = tl.load(s_ptr + row_a, mask=row_a >= 0, other=1.0)
+                    s_b = tl.load(s_ptr + row_b, mask=row_b >= 0, other=1.0)
+                    d_a = tl.load(draft_ptr + row_a, mask=row_a >= 0, other=-1)
+                    d_b = tl.load(draft_ptr + row_b, mask=row_b >= 0, other=-1)
+                    tau_a = 1.0
+                    tau_b = 1.0
+                    if HAS_TEMP:
+                        tau_a = tl.load(temp_ptr + req_a)
+                        tau_b = tl.load(temp_ptr + req_b, mask=has_b, other=1.0)
+                    row = tl.where(second, row_b, row_a)
+                    live = (li0 + lanes < numel) & (row >= 0)
+                    x = tl.load(logits_ptr + row.to(tl.int64) * stride + cols, mask=live, other=-float("inf"))
+                    q = 0.0
+                    if HAS_Q:
+                        q = tl.load(q_ptr + row.to(tl.int64) * vocab + cols, mask=live, other=0.0)
+                    e = exponential_of_word(bits)
+                    all_one = (tau_a == 1.0) & (tau_b == 1.0)
+                    if row_a >= 0:
+                        _race_candidate(x, e, q, cols, live, ~second, d_a, m_a, s_a, tau_a, all_one, best_ptr,
+                                        fallback_ptr, req_a, HAS_Q)  # fmt: skip
+                    if row_b >= 0:
+                        _race_candidate(x, e, q, cols, live, second, d_b, m_b, s_b, tau_b, all_one, best_ptr,
+                                        fallback_ptr, req_b, HAS_Q)  # fmt: skip
+                if _last_to_arrive(counter_ptr + req_a, _segments_of(req_a, vocab, BLOCK)):
+                    _finish_drawn(temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr,
+                                  fallback_ptr, out_ptr, nan_flag_ptr, req_a, out_cols, HAS_TEMP, COLS, HAS_NAN_FLAG)  # fmt: skip
+                if has_b:  # noqa: SIM102 - the barrier inside must not run for a missing request
+                    if _last_to_arrive(counter_ptr + req_b, _segments_of(req_b, vocab, BLOCK)):
+                        _finish_drawn(temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr,
+                                      best_ptr, fallback_ptr, out_ptr, nan_flag_ptr, req_b, out_cols, HAS_TEMP, COLS,
+                                      HAS_NAN_FLAG)  # fmt: skip
 
     @triton.jit
     def _check_rules(  # type: ignore[no-untyped-def]
@@ -468,6 +652,40 @@ class ValueChecks:
     flags: Tensor
     """int32 [2]: the value-rule bits (``_check_rules``), then the NaN flag (verification.md §1.2
     item 5), raised by the second launch."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DrawnNoise:
+    """Noise the kernels draw themselves, bit for bit as ``draw_noise``'s global draws from the
+    default CUDA generator (``torch_philox``): no noise tensors, no torch RNG launch."""
+
+    state: Tensor
+    """int64 [2] on the device: the generator's seed (as signed 64 bits) and its offset before the
+    call (a multiple of 4), read as the kernels run (a graph's copy of what the host holds)."""
+    uniforms: PhiloxDraw
+    """torch.rand(rows, float64)'s layout; the exponentials are drawn after its increment."""
+    exponentials: PhiloxDraw
+    """torch.empty(B, V).exponential_()'s layout."""
+
+    @classmethod
+    def layout(cls, state: Tensor, rows: int, num_reqs: int, vocab: int) -> "DrawnNoise":
+        return cls(state=state, uniforms=PhiloxDraw.of(rows, 2, state.device),
+                   exponentials=PhiloxDraw.of(num_reqs * vocab, 4, state.device))  # fmt: skip
+
+    @property
+    def increment(self) -> int:
+        """How far a call advances the generator's offset (both draws)."""
+        return self.uniforms.increment + self.exponentials.increment
+
+
+def drawn_race_block(stride: int, vocab: int) -> int:
+    """Philox thread slots per program of ``_race_draw_kernel``: the largest power of two up to 1024
+    that divides the draw's thread stride (so a program's slots share one call) and is at most V
+    (so a segment meets at most two rows)."""
+    block = 1024
+    while block > 1 and (stride % block or block > vocab):
+        block //= 2
+    return block
 
 
 def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor | None, profile_name: str) -> bool:
@@ -572,8 +790,8 @@ def fused_kernels(
     target_logits: Tensor,
     bonus_token_ids: Tensor,
     temperature: Tensor | None,
-    uniforms: Tensor,
-    exponentials: Tensor,
+    uniforms: Tensor | None,
+    exponentials: Tensor | None,
     *,
     block: int | None = None,
     warps: int | None = None,
@@ -585,6 +803,8 @@ def fused_kernels(
     exponential_stream: torch.cuda.Stream | None = None,
     out: Tensor | None = None,
     out_slot: Tensor | None = None,
+    drawn: DrawnNoise | None = None,
+    race_bests: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The whole verification in two launches on validated inputs (greedy rows by τ < 1e-5):
 
@@ -602,9 +822,14 @@ def fused_kernels(
     output to write (otherwise allocated). ``out_slot``: int64 [1] on the device holding the address
     of the tensor to write, read when the second launch runs, so each replay of a captured call can
     write a fresh tensor (the caller copies the address in first); it must hold ``out``'s address
-    for a launch that is not captured. Returns the output and the per-row NaN flags, unread (no
-    sync: capturable in a CUDA graph)."""
-    num_reqs, vocab = exponentials.shape
+    for a launch that is not captured. ``drawn``: the kernels draw u and E themselves (``uniforms``
+    and ``exponentials`` are then None) and the second launch is ``_race_draw_kernel``, over Philox
+    blocks instead of vocabulary chunks; ``counters`` then needs rows + 3 · requests elements, and
+    ``race_bests`` (int64 [2 · B], all zero; the kernels leave them zero) may be kept as ``counters``.
+    Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
+    num_reqs, vocab = cu_num_draft_tokens.shape[0], target_logits.shape[1]
+    if (drawn is None) != (uniforms is not None and exponentials is not None):
+        raise ValueError("pass either uniforms and exponentials, or drawn noise, not both")
     rows = draft_token_ids.shape[0]
     device = target_logits.device
     logits = target_logits.contiguous()
@@ -629,31 +854,50 @@ def fused_kernels(
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
     drafts = draft_token_ids.contiguous()
+    wanted = rows + (3 if drawn is not None else 1) * num_reqs
     if counters is None:
-        counters = torch.zeros(rows + num_reqs, dtype=torch.int32, device=device)
-    elif counters.dtype != torch.int32 or counters.numel() < rows + num_reqs:
-        raise ValueError(f"counters: int32 with at least {rows + num_reqs} elements, got {counters.dtype} "
+        counters = torch.zeros(wanted, dtype=torch.int32, device=device)
+    elif counters.dtype != torch.int32 or counters.numel() < wanted:
+        raise ValueError(f"counters: int32 with at least {wanted} elements, got {counters.dtype} "
                          f"{tuple(counters.shape)}")  # fmt: skip
     has_temp, has_q = temperature is not None, draft_probs is not None
     block, warps = _stats_launch(rows, block, warps)
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, device)
     flags = checks.flags if checks is not None else m
-    if rows or checks is not None:
+    drawn_args: tuple[object, ...] = (m, 1, m, m, counters)  # unread without DRAWN
+    race_row = accepted = m
+    if drawn is not None:
+        race_row = torch.empty(num_reqs, dtype=torch.int32, device=device)
+        accepted = torch.empty_like(race_row)
+        drawn_args = (drawn.state, drawn.uniforms.stride, race_row, accepted, counters[rows + num_reqs :])
+    if rows or checks is not None or drawn is not None:
         _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
-            logits, temp, cu, drafts, uniforms, q, part_m, part_s, part_i, m, s, accept, argmax, bad, counters,
-            vocab, logits.stride(0), STATS_CHUNK, nchunks,
-            cu if checks is None else checks.cu_num_draft_tokens, cu, flags, num_reqs, rows,
+            logits, temp, cu, drafts, m if uniforms is None else uniforms, q, part_m, part_s, part_i, m, s, accept,
+            argmax, bad, counters, vocab, logits.stride(0), STATS_CHUNK, nchunks,
+            cu if checks is None else checks.cu_num_draft_tokens, cu, flags, num_reqs, rows, *drawn_args,
             HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=block,
             CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
-            ALL_RANDOM=checks is not None and checks.all_random, num_warps=warps,
+            ALL_RANDOM=checks is not None and checks.all_random, DRAWN=drawn is not None, num_warps=warps,
         )  # fmt: skip
     if exponential_stream is not None:
         torch.cuda.current_stream(device).wait_stream(exponential_stream)
+    bonus = bonus_token_ids.contiguous()
+    common = dict(HAS_TEMP=has_temp, HAS_Q=has_q, COLS=triton.next_power_of_2(max_spec_len + 1),
+                  HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps)  # fmt: skip
+    if drawn is not None:
+        layout = drawn.exponentials
+        slots = drawn_race_block(layout.stride, vocab)
+        bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device) if race_bests is None else race_bests
+        _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
+            logits, temp, cu, drafts, q, m, s, argmax, bonus, bad, race_row, accepted, bests, bests[num_reqs:],
+            counters[rows:], drawn.state, out, out if out_slot is None else out_slot, flags[1:], num_reqs, vocab,
+            logits.stride(0), num_reqs * vocab, layout.stride, drawn.uniforms.increment, max_spec_len + 1,
+            BLOCK=slots, **common,
+        )  # fmt: skip
+        return out, bad
     _race_finish_kernel[(num_reqs, chunks)](
-        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus_token_ids.contiguous(), bad,
+        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus, bad,
         scores, indices, counters[rows:], out, out if out_slot is None else out_slot, flags[1:], vocab,
-        logits.stride(0), triton.cdiv(vocab, chunks), max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q,
-        CHUNKS=chunks, BLOCK=race_block, COLS=triton.next_power_of_2(max_spec_len + 1),
-        HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps,
+        logits.stride(0), triton.cdiv(vocab, chunks), max_spec_len + 1, CHUNKS=chunks, BLOCK=race_block, **common,
     )  # fmt: skip
     return out, bad
