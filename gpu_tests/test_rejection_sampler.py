@@ -14,7 +14,7 @@ from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, bui
 from arctic_ref.runner.drafters import SuffixDrafter
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.spec import RejectionSampler, SamplingMetadata, draw_noise, rejection_sample
-from arctic_ref.spec.rejection_graph import RING
+from arctic_ref.spec.rejection_graph import DRAWN_MAX_VALUES, RING
 from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
@@ -43,13 +43,21 @@ def _state() -> torch.Tensor:
     return torch.cuda.default_generators[0].get_state()
 
 
+DRAWS = {"kernels draw": DRAWN_MAX_VALUES, "torch draws": 0}
+"""``RejectionSampler``'s ``drawn_max_values`` for each way a graph draws its noise."""
+
+
+@pytest.mark.parametrize("draws", list(DRAWS))
 @pytest.mark.parametrize(
     ("reqs", "drafts", "vocab", "probs", "mixed"),
-    [(1, 4, 128_256, False, False), (8, 4, 32_000, False, True), (5, 7, 9_000, True, True), (32, 1, 50_000, True, False)],
-)
-def test_replays_equal_eager_output_and_generator(reqs: int, drafts: int, vocab: int, probs: bool, mixed: bool) -> None:
+    [(1, 4, 128_256, False, False), (8, 4, 32_000, False, True), (5, 7, 9_000, True, True), (32, 1, 50_000, True, False),
+     (3, 0, 1000, False, False)],
+)  # fmt: skip
+def test_replays_equal_eager_output_and_generator(
+    reqs: int, drafts: int, vocab: int, probs: bool, mixed: bool, draws: str
+) -> None:
     args = _args(reqs, drafts, vocab, probs=probs, mixed=mixed)
-    sampler = RejectionSampler()
+    sampler = RejectionSampler(drawn_max_values=DRAWS[draws])
     for call in range(5):
         torch.manual_seed(call)
         eager = rejection_sample(*args)
@@ -87,11 +95,11 @@ BAD_VALUES: dict[str, tuple[Callable[[Args], None], str]] = {
 }
 
 
-@pytest.mark.parametrize("vocab", [5000, 100_000], ids=["kernels draw", "torch draws"])
+@pytest.mark.parametrize("draws", list(DRAWS))
 @pytest.mark.parametrize("case", list(BAD_VALUES))
-def test_bad_values_raise_the_eager_message_and_leave_the_generator(case: str, vocab: int) -> None:
-    args = _args(4, 3, vocab)
-    sampler = RejectionSampler()
+def test_bad_values_raise_the_eager_message_and_leave_the_generator(case: str, draws: str) -> None:
+    args = _args(4, 3, 5000)
+    sampler = RejectionSampler(drawn_max_values=DRAWS[draws])
     sampler(*args)
     sampler(*args)
     assert sampler.num_graphs == 1

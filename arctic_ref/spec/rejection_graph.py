@@ -65,13 +65,16 @@ CAPACITY: Final = 16
 CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
 
-DRAWN_MAX_VALUES: Final = 2**18
-"""Calls of at most this many exponentials (B · V: two requests at V = 128,256) draw their noise
-in the kernels (``DrawnNoise``); larger ones with torch inside the graph. The drawing race does not
-yet win at large B: one H200, one process, three medians of 200 whole calls each, torch draws against
-kernel draws (session of 2026-12-04): 1 × 4 92.0 / 77.8 µs, 8 × 4 89.8 / 91.3, 32 × 4 138 / 142,
-256 × 4 407 / 525, 256 × 16 860 / 956 (its race kernel 291 µs at 256 × 4, against 98 for the
-chunked race plus 63 for torch's draw on a side stream)."""
+DRAWN_MAX_VALUES: Final = 2**22
+"""Calls of at most this many exponentials (B · V: 32 requests at V = 128,256) draw their noise in
+the kernels (``DrawnNoise``); larger ones with torch inside the graph, where the drawing race does
+not win. One H200, one process, three medians of 200 whole calls each, torch draws against kernel
+draws (8 warps), session of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4,
+32 × 4 125.6–127.2 / 110.4–112.0; 256 × 4 407.9–456.4 / 441.1–463.9, 256 × 16 889.7–981.6 /
+918.1–972.0, 256 × 4 with racing draft probabilities 468.3–504.6 / 510.0–520.2. At 256 × 4 the
+drawing race takes 190 µs of GPU time, against 98 for the chunked race plus 62 for torch's draw on a
+side stream: it computes Philox, a log, an exp and two IEEE divisions for every one of the B · V
+columns."""
 
 MIN_VOCAB: Final = 16
 """Smaller vocabularies draw with torch (the drawing race's segments are at least 16 columns)."""
@@ -170,11 +173,15 @@ class RejectionSampler:
     writing it and the replay reading it."""
 
     def __init__(
-        self, *, profile: SamplerProfile = INTENDED, capacity: int = CAPACITY, capture_after: int = CAPTURE_AFTER
-    ) -> None:
-        if capacity < 0 or capture_after < 1:
-            raise ValueError(f"capacity must be >= 0 and capture_after >= 1, got {capacity} and {capture_after}")
+        self, *, profile: SamplerProfile = INTENDED, capacity: int = CAPACITY, capture_after: int = CAPTURE_AFTER,
+        drawn_max_values: int = DRAWN_MAX_VALUES,
+    ) -> None:  # fmt: skip
+        if capacity < 0 or capture_after < 1 or drawn_max_values < 0:
+            raise ValueError(f"capacity and drawn_max_values must be >= 0 and capture_after >= 1, got {capacity}, "
+                             f"{drawn_max_values} and {capture_after}")  # fmt: skip
         self.profile = profile
+        self.drawn_max_values = drawn_max_values
+        """Graphs of at most this many exponentials (B · V) draw their noise in the kernels."""
         self.capacity = capacity
         self.capture_after = capture_after
         self._graphs: OrderedDict[_Key, _Captured] = OrderedDict()
@@ -265,14 +272,14 @@ class RejectionSampler:
         host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)
 
         rows, num_reqs = draft_token_ids.shape[0], len(num_draft_tokens)
-        counters = torch.zeros(rows + 3 * num_reqs, dtype=torch.int32, device=device)
+        counters = torch.zeros(rows + num_reqs, dtype=torch.int32, device=device)
         race_bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device)
         out_shape = (num_reqs, max_spec_len + 1)
         static_out = torch.empty(out_shape, dtype=torch.int32, device=device)  # written by the warm-up calls
         host_slot = torch.tensor([static_out.data_ptr(), 0, 0], dtype=torch.int64, pin_memory=True)
         slot = torch.empty(3, dtype=torch.int64, device=device)
         vocab = target_logits.shape[1]
-        kernels_draw = vocab >= MIN_VOCAB and num_reqs * vocab <= DRAWN_MAX_VALUES
+        kernels_draw = vocab >= MIN_VOCAB and num_reqs * vocab <= self.drawn_max_values
         drawn = DrawnNoise.layout(slot[1:], rows, num_reqs, vocab) if kernels_draw else None
         side = torch.cuda.Stream(device) if drawn is None else None  # type: ignore[no-untyped-call]
         checks = ValueChecks(

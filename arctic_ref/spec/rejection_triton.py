@@ -482,11 +482,9 @@ if TRITON_AVAILABLE:
     def _packed_best(score, cols, chosen):  # type: ignore[no-untyped-def]
         """The best (score, column) among ``chosen`` lanes with score ≥ 0 as one int64 that orders
         like the race (higher score, then lower column): score bits above, 2³¹ − 1 − column below;
-        0 if there is none."""
-        top = tl.max(tl.where(chosen, score, -1.0), axis=0)
-        col = tl.min(tl.where(chosen & (score == top), cols, 2147483647), axis=0)
-        packed = (top.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (2147483647 - col).to(tl.int64)
-        return tl.where(top >= 0, packed, 0)
+        0 if there is none. One reduction (scores ≥ 0 order as their bits)."""
+        packed = (score.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (2147483647 - cols).to(tl.int64)
+        return tl.max(tl.where(chosen & (score >= 0), packed, 0), axis=0)
 
     @triton.jit
     def _race_candidate(  # type: ignore[no-untyped-def]
@@ -501,17 +499,11 @@ if TRITON_AVAILABLE:
         else:
             packed = _packed_best(_race_score(x, e, q, cols, mask, d, m, s, tau, True, HAS_Q, True), cols, mask)
         if packed > 0:
-            tl.atomic_max(best_ptr + req, packed)
+            tl.atomic_max(best_ptr + req, packed, sem="relaxed")  # read by the next launch
         else:
             fallback = _packed_best(_race_score(x, e, q, cols, mask, d, m, s, tau, False, HAS_Q, True), cols, mask)
             if fallback > 0:
-                tl.atomic_max(fallback_ptr + req, fallback)
-
-    @triton.jit
-    def _segments_of(req, vocab, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-        """How many BLOCK-aligned segments of the [B · V] exponentials meet request ``req``'s row."""
-        first = (req.to(tl.int64) * vocab) // BLOCK
-        return ((req.to(tl.int64) + 1) * vocab - 1) // BLOCK - first + 1
+                tl.atomic_max(fallback_ptr + req, fallback, sem="relaxed")
 
     @triton.jit
     def _finish_drawn(  # type: ignore[no-untyped-def]
@@ -541,31 +533,39 @@ if TRITON_AVAILABLE:
             _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end)
 
     @triton.jit
-    def _race_draw_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, m_ptr, s_ptr, argmax_ptr, bonus_ptr, bad_ptr, race_row_ptr,
-        accepted_ptr, best_ptr, fallback_ptr, counter_ptr, state_ptr, out_ptr, out_slot_ptr, nan_flag_ptr,
-        num_reqs, vocab, stride, numel, stride_e, offset_e, out_cols,
-        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, BLOCK: tl.constexpr, COLS: tl.constexpr,
+    def _finish_drawn_kernel(  # type: ignore[no-untyped-def]
+        temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr, fallback_ptr, out_ptr,
+        out_slot_ptr, nan_flag_ptr, out_cols, HAS_TEMP: tl.constexpr, COLS: tl.constexpr,
         HAS_NAN_FLAG: tl.constexpr, OUT_FROM_SLOT: tl.constexpr,
+    ):  # fmt: skip
+        """Program i: request i's output row (``_finish_drawn``), after ``_race_draw_kernel``."""
+        if OUT_FROM_SLOT:
+            out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
+        _finish_drawn(temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr,
+                      fallback_ptr, out_ptr, nan_flag_ptr, tl.program_id(0), out_cols, HAS_TEMP, COLS, HAS_NAN_FLAG)  # fmt: skip
+
+    @triton.jit
+    def _race_draw_kernel(  # type: ignore[no-untyped-def]
+        logits_ptr, temp_ptr, draft_ptr, q_ptr, m_ptr, s_ptr, race_row_ptr, best_ptr, fallback_ptr, state_ptr,
+        num_reqs, vocab, stride, numel, stride_e, offset_e, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
+        BLOCK: tl.constexpr,
     ):  # fmt: skip
         """Program t: Philox thread slots [t·BLOCK, (t+1)·BLOCK) of torch's exponential draw
         (``torch_philox``), whose four words are four BLOCK-aligned segments of the [B · V]
         exponentials. Each segment meets at most two requests' rows (BLOCK ≤ V); for each that races
-        (``race_row`` ≥ 0) its lanes' best score is published (``_race_candidate``). The last
-        segment of a request to finish writes its output row (``_finish_drawn``)."""
+        (``race_row`` ≥ 0) its lanes' best score is published (``_race_candidate``, a relaxed atomic
+        max); ``_finish_drawn_kernel`` reads them in the next launch."""
         per_call = stride_e // BLOCK
         call = tl.program_id(0) // per_call
         idx0 = (tl.program_id(0) - call * per_call) * BLOCK
         lanes = tl.arange(0, BLOCK)
         seed = tl.load(state_ptr)
         w0, w1, w2, w3 = philox_block(seed, (tl.load(state_ptr + 1) + offset_e) // 4 + call, (idx0 + lanes).to(tl.int64))
-        if OUT_FROM_SLOT:
-            out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
         for word in tl.static_range(4):
             bits = w0 if word == 0 else w1 if word == 1 else w2 if word == 2 else w3
             li0 = (call * 4 + word).to(tl.int64) * stride_e + idx0
             if li0 < numel:
-                req_a = (li0 // vocab).to(tl.int32)
+                req_a = li0.to(tl.int32) // vocab  # li0 < numel < 2³¹
                 col0 = li0 - req_a.to(tl.int64) * vocab
                 second = col0 + lanes >= vocab
                 cols = tl.where(second, col0 + lanes - vocab, col0 + lanes).to(tl.int32)
@@ -599,14 +599,7 @@ if TRITON_AVAILABLE:
                     if row_b >= 0:
                         _race_candidate(x, e, q, cols, live, second, d_b, m_b, s_b, tau_b, all_one, best_ptr,
                                         fallback_ptr, req_b, HAS_Q)  # fmt: skip
-                if _last_to_arrive(counter_ptr + req_a, _segments_of(req_a, vocab, BLOCK)):
-                    _finish_drawn(temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr,
-                                  fallback_ptr, out_ptr, nan_flag_ptr, req_a, out_cols, HAS_TEMP, COLS, HAS_NAN_FLAG)  # fmt: skip
-                if has_b:  # noqa: SIM102 - the barrier inside must not run for a missing request
-                    if _last_to_arrive(counter_ptr + req_b, _segments_of(req_b, vocab, BLOCK)):
-                        _finish_drawn(temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr,
-                                      best_ptr, fallback_ptr, out_ptr, nan_flag_ptr, req_b, out_cols, HAS_TEMP, COLS,
-                                      HAS_NAN_FLAG)  # fmt: skip
+
 
     @triton.jit
     def _check_rules(  # type: ignore[no-untyped-def]
@@ -824,8 +817,9 @@ def fused_kernels(
     write a fresh tensor (the caller copies the address in first); it must hold ``out``'s address
     for a launch that is not captured. ``drawn``: the kernels draw u and E themselves (``uniforms``
     and ``exponentials`` are then None) and the second launch is ``_race_draw_kernel``, over Philox
-    blocks instead of vocabulary chunks; ``counters`` then needs rows + 3 · requests elements, and
-    ``race_bests`` (int64 [2 · B], all zero; the kernels leave them zero) may be kept as ``counters``.
+    blocks instead of vocabulary chunks, and a third launch (``_finish_drawn_kernel``) writes the
+    output rows; ``race_bests`` (int64 [2 · B], all zero; the kernels leave them zero) may be kept
+    as ``counters`` are.
     Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
     num_reqs, vocab = cu_num_draft_tokens.shape[0], target_logits.shape[1]
     if (drawn is None) != (uniforms is not None and exponentials is not None):
@@ -854,7 +848,7 @@ def fused_kernels(
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
     drafts = draft_token_ids.contiguous()
-    wanted = rows + (3 if drawn is not None else 1) * num_reqs
+    wanted = rows + num_reqs  # per row, then per request (the chunked race's, or the drawing path's marks)
     if counters is None:
         counters = torch.zeros(wanted, dtype=torch.int32, device=device)
     elif counters.dtype != torch.int32 or counters.numel() < wanted:
@@ -869,7 +863,7 @@ def fused_kernels(
     if drawn is not None:
         race_row = torch.empty(num_reqs, dtype=torch.int32, device=device)
         accepted = torch.empty_like(race_row)
-        drawn_args = (drawn.state, drawn.uniforms.stride, race_row, accepted, counters[rows + num_reqs :])
+        drawn_args = (drawn.state, drawn.uniforms.stride, race_row, accepted, counters[rows:])
     if rows or checks is not None or drawn is not None:
         _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
             logits, temp, cu, drafts, m if uniforms is None else uniforms, q, part_m, part_s, part_i, m, s, accept,
@@ -889,10 +883,14 @@ def fused_kernels(
         slots = drawn_race_block(layout.stride, vocab)
         bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device) if race_bests is None else race_bests
         _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
-            logits, temp, cu, drafts, q, m, s, argmax, bonus, bad, race_row, accepted, bests, bests[num_reqs:],
-            counters[rows:], drawn.state, out, out if out_slot is None else out_slot, flags[1:], num_reqs, vocab,
-            logits.stride(0), num_reqs * vocab, layout.stride, drawn.uniforms.increment, max_spec_len + 1,
-            BLOCK=slots, **common,
+            logits, temp, drafts, q, m, s, race_row, bests, bests[num_reqs:], drawn.state, num_reqs, vocab,
+            logits.stride(0), num_reqs * vocab, layout.stride, drawn.uniforms.increment, HAS_TEMP=has_temp,
+            HAS_Q=has_q, BLOCK=slots, num_warps=race_warps,
+        )  # fmt: skip
+        _finish_drawn_kernel[(num_reqs,)](
+            temp, cu, drafts, argmax, bonus, bad, accepted, bests, bests[num_reqs:], out,
+            out if out_slot is None else out_slot, flags[1:], max_spec_len + 1, HAS_TEMP=has_temp,
+            COLS=common["COLS"], HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=1,
         )  # fmt: skip
         return out, bad
     _race_finish_kernel[(num_reqs, chunks)](
