@@ -27,6 +27,8 @@ FLAGS = {  # (frozen, slots, every field keyword-only)
     "arctic_ref.spec.profile.SamplerProfile": (True, True, True),
     "arctic_ref.spec.rejection_graph._Captured": (True, True, True),
     "arctic_ref.spec.rejection_triton.ValueChecks": (True, True, True),
+    "arctic_ref.spec.rejection_triton.DrawnNoise": (True, True, True),
+    "arctic_ref.spec.torch_philox.PhiloxDraw": (True, True, True),
     "arctic_ref.parallel.comm.SoloComm": (True, True, False),
     "arctic_ref.parallel.comm.TorchComm": (True, True, False),
     "arctic_ref.parallel.comm.CommCall": (True, True, False),

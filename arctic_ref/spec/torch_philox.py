@@ -40,7 +40,7 @@ MAX_VALUES: Final = 2**31
 """Draws of at least this many values are split by torch (32-bit indexing); not modelled."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PhiloxDraw:
     """One torch draw of ``numel`` values ``unroll`` to a Philox block: its threads' stride and how far
     it advances the generator's offset."""
@@ -55,12 +55,12 @@ class PhiloxDraw:
         if not 0 <= numel < MAX_VALUES or unroll not in (2, 4):
             raise ValueError(f"a draw of 0 to 2**31 - 1 values, unroll 2 or 4; got {numel} values, unroll {unroll}")
         if numel == 0:  # torch draws nothing and leaves the offset
-            return cls(0, unroll, THREADS, 0)
+            return cls(numel=0, unroll=unroll, stride=THREADS, increment=0)
         props = torch.cuda.get_device_properties(device)
         grid = min(props.multi_processor_count * (props.max_threads_per_multi_processor // THREADS),
                    -(-numel // THREADS))  # fmt: skip
         stride = THREADS * grid
-        return cls(numel, unroll, stride, -(-numel // (stride * unroll)) * 4)
+        return cls(numel=numel, unroll=unroll, stride=stride, increment=-(-numel // (stride * unroll)) * 4)
 
 
 if TRITON_AVAILABLE:
