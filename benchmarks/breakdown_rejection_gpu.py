@@ -34,14 +34,22 @@ def host_timeline(sampler: RejectionSampler, args: tuple, calls: int = 2000) -> 
     (the synchronisation step holds the wait for the GPU), then of the whole call."""
     captured = next(iter(sampler._graphs.values()))  # a diagnostic reads the cache
     device = args[5].device
-    names = ("graph key", "output take", "replay launch", "current stream", "synchronise", "flags read")
+    names = ("graph key", "generator", "output take", "replay launch", "current stream", "synchronise", "flags read")
     spent = dict.fromkeys(names, 0.0)
     clock = time.perf_counter
+    generator = torch.cuda.default_generators[device.index or 0]
     for _ in range(calls):
         t0 = clock()
         _graph_key(*args, INTENDED)
+        tg = clock()
+        if captured.kernels_draw:  # as __call__: seed and offset to the slot, the offset advanced
+            offset = generator.get_offset()
+            seed = generator.initial_seed()
+            captured.host_values[1] = seed - 2**64 if seed >= 2**63 else seed
+            captured.host_values[2] = offset
+            generator.set_offset(offset + captured.offset_step)
         t1 = clock()
-        _, captured.out_address.value = captured.outputs.take()
+        _, captured.host_values[0] = captured.outputs.take()
         t2 = clock()
         captured.graph.replay()
         t3 = clock()
@@ -51,7 +59,8 @@ def host_timeline(sampler: RejectionSampler, args: tuple, calls: int = 2000) -> 
         t5 = clock()
         captured.host_flags.tolist()
         t6 = clock()
-        for name, (a, b) in zip(names, ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5), (t5, t6)), strict=True):
+        steps = ((t0, tg), (tg, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5), (t5, t6))
+        for name, (a, b) in zip(names, steps, strict=True):
             spent[name] += b - a
     start = clock()
     for _ in range(calls):
@@ -91,7 +100,7 @@ def breakdown(reqs: int, drafts: int) -> None:
     sink = torch.empty(captured.outputs.shape, dtype=torch.int32, device="cuda")
 
     def bare_replay() -> None:
-        captured.out_address.value = sink.data_ptr()  # a replay writes where the slot points: a live tensor
+        captured.host_values[0] = sink.data_ptr()  # a replay writes where the slot points: a live tensor
         captured.graph.replay()
 
     stages = {

@@ -25,9 +25,11 @@ The graph path keeps the contract:
   them to the device, and the second launch writes there. The tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call
   allocates nothing.
 - **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
-  hot path makes few torch calls: the key, the replay, one stream synchronisation (the stream object
-  is rebuilt only when the current stream changes), and the flags read. The exponential draw runs on
-  a side stream inside the graph, beside the first launch, which does not read it.
+  hot path makes few torch calls: the key, the generator's seed and offset and its advance (kernel
+  draws), the replay (with no torch RNG node it fills nothing before launching), one stream
+  synchronisation (the stream object is rebuilt only when the current stream changes), and the
+  flags read. Where torch draws, the exponential draw runs on a side stream inside the graph, beside
+  the first launch, which does not read it.
 - **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
   by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
   second time its key is seen; the first sighting, any other shape of call (per-request generators,

@@ -13,6 +13,13 @@ Two launches, about 1.25 reads of the logits instead of a softmax materialised a
    row); the request's last chunk program picks the winner over chunks and writes the left-packed
    output row (``_finish_request``) and, with ``ValueChecks``, raises the NaN flag.
 
+With ``DrawnNoise`` the kernels draw u and E themselves (``torch_philox``: torch's own values from
+the default generator's seed and offset): the first launch draws each row's u and marks each
+request's race row (``_mark_race_row``); the second, ``_race_draw_kernel``, runs over Philox blocks,
+each of whose four words is a segment of the [B · V] exponentials, and publishes each request's best
+(score, column) as one int64 with a relaxed atomic max; a third, ``_finish_drawn_kernel``, writes the
+rows.
+
 "Last to finish" is an arrival counter per row or request (``_last_to_arrive``): a barrier, then an
 acquire-release atomic increment; the last arrival resets the counter to zero for the next launch
 and reads the others' partials through L2.

@@ -52,16 +52,23 @@ class PhiloxDraw:
 
     @classmethod
     def of(cls, numel: int, unroll: int, device: torch.device) -> "PhiloxDraw":
+        """The layout on ``device`` (torch reads the same two properties)."""
+        props = torch.cuda.get_device_properties(device)
+        return cls.on_grid(numel, unroll, props.multi_processor_count, props.max_threads_per_multi_processor)
+
+    @classmethod
+    def on_grid(cls, numel: int, unroll: int, multiprocessors: int, threads_per_multiprocessor: int) -> "PhiloxDraw":
+        """The layout on a GPU of ``multiprocessors`` SMs of ``threads_per_multiprocessor`` threads."""
         if not 0 <= numel < MAX_VALUES or unroll not in (2, 4):
             raise ValueError(f"a draw of 0 to 2**31 - 1 values, unroll 2 or 4; got {numel} values, unroll {unroll}")
+        if multiprocessors < 1 or threads_per_multiprocessor < THREADS:
+            raise ValueError(f"a GPU of at least 1 SM of at least {THREADS} threads, got {multiprocessors} SMs of "
+                             f"{threads_per_multiprocessor}")  # fmt: skip
         if numel == 0:  # torch draws nothing and leaves the offset
             return cls(numel=0, unroll=unroll, stride=THREADS, increment=0)
-        props = torch.cuda.get_device_properties(device)
-        grid = min(props.multi_processor_count * (props.max_threads_per_multi_processor // THREADS),
-                   -(-numel // THREADS))  # fmt: skip
+        grid = min(multiprocessors * (threads_per_multiprocessor // THREADS), -(-numel // THREADS))
         stride = THREADS * grid
         return cls(numel=numel, unroll=unroll, stride=stride, increment=-(-numel // (stride * unroll)) * 4)
-
 
 if TRITON_AVAILABLE:
 
