@@ -178,9 +178,10 @@ class RejectionSampler:
         self, *, profile: SamplerProfile = INTENDED, capacity: int = CAPACITY, capture_after: int = CAPTURE_AFTER,
         drawn_max_values: int = DRAWN_MAX_VALUES,
     ) -> None:  # fmt: skip
-        if capacity < 0 or capture_after < 1 or drawn_max_values < 0:
-            raise ValueError(f"capacity and drawn_max_values must be >= 0 and capture_after >= 1, got {capacity}, "
-                             f"{drawn_max_values} and {capture_after}")  # fmt: skip
+        if capacity < 0 or capture_after < 1:
+            raise ValueError(f"capacity must be >= 0 and capture_after >= 1, got {capacity} and {capture_after}")
+        if drawn_max_values < 0:
+            raise ValueError(f"drawn_max_values must be >= 0, got {drawn_max_values}")
         self.profile = profile
         self.drawn_max_values = drawn_max_values
         """Graphs of at most this many exponentials (B · V) draw their noise in the kernels."""

@@ -8,7 +8,8 @@ import torch
 
 from arctic_ref.runner.persistent_inputs import PersistentInputs
 from arctic_ref.spec import INTENDED, VLLM_0_9_2, RejectionSampler, rejection_sample
-from arctic_ref.spec.rejection_triton import race_chunks, stats_config
+from arctic_ref.spec.rejection_graph import DRAWN_MAX_VALUES
+from arctic_ref.spec.rejection_triton import drawn_race_block, race_chunks, stats_config
 from arctic_ref.testing.rejection.corpus import random_case
 
 
@@ -39,6 +40,21 @@ def test_bad_input_raises_as_rejection_sample() -> None:
 def test_arguments_are_checked(capacity: int, capture_after: int) -> None:
     with pytest.raises(ValueError, match=f"got {capacity} and {capture_after}"):
         RejectionSampler(capacity=capacity, capture_after=capture_after)
+
+
+def test_drawn_max_values_is_checked() -> None:
+    with pytest.raises(ValueError, match="got -1"):
+        RejectionSampler(drawn_max_values=-1)
+    assert RejectionSampler().drawn_max_values == DRAWN_MAX_VALUES == 2**22
+
+
+def test_drawing_race_segments_divide_the_stride_and_fit_a_row() -> None:
+    """Philox slots per drawing-race program: at most 1024, a divisor of the draw's thread stride (a
+    multiple of 256), at most V."""
+    assert drawn_race_block(1056 * 256, 128_256) == 1024  # the H200's full grid: 270,336 = 1024 · 264
+    assert drawn_race_block(501 * 256, 128_256) == 256  # 501 blocks: odd
+    assert drawn_race_block(1056 * 256, 1000) == 512
+    assert drawn_race_block(256, 20) == 16
 
 
 def test_persistent_inputs_reuse_one_buffer_per_layout() -> None:
