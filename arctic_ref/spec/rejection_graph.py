@@ -22,8 +22,8 @@ The graph path keeps the contract:
   values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
 - **Every call returns a fresh tensor**, written by the replay itself: the host puts its address
   (and the generator's seed and offset) in pinned memory, a copy node at the head of the graph takes
-  them to the device, and the second launch writes there. The tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call
-  allocates nothing.
+  them to the device, and the race's launches write there. The tensors come ``RING`` at a time as
+  views of one block (``_Outputs``), so a call allocates nothing.
 - **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
   hot path makes few torch calls: the key, the generator's seed and offset and its advance (kernel
   draws), the replay (with no torch RNG node it fills nothing before launching), one stream
