@@ -18,6 +18,7 @@ from arctic_ref.spec.profile import INTENDED
 from arctic_ref.spec.rejection import validate_host_inputs, validate_inputs
 from arctic_ref.spec.rejection_graph import _graph_key
 from arctic_ref.spec.rejection_triton import ValueChecks, fused_kernels, race_chunks, stats_partials
+from arctic_ref.spec.torch_philox import signed_seed
 from benchmarks.cuda_timing import median_ms
 
 VOCAB = 128_256
@@ -44,8 +45,7 @@ def host_timeline(sampler: RejectionSampler, args: tuple, calls: int = 2000) -> 
         tg = clock()
         if captured.kernels_draw:  # as __call__: seed and offset to the slot, the offset advanced
             offset = generator.get_offset()
-            seed = generator.initial_seed()
-            captured.host_values[1] = seed - 2**64 if seed >= 2**63 else seed
+            captured.host_values[1] = signed_seed(generator.initial_seed())
             captured.host_values[2] = offset
             generator.set_offset(offset + captured.offset_step)
         t1 = clock()

@@ -60,6 +60,7 @@ from arctic_ref.spec.rejection import (
     validate_inputs,
 )
 from arctic_ref.spec.rejection_triton import NAN_MESSAGE, DrawnNoise, ValueChecks, fused_kernels, fused_supported
+from arctic_ref.spec.torch_philox import signed_seed
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 CAPACITY: Final = 16
@@ -228,8 +229,7 @@ class RejectionSampler:
             offset = generator.get_offset()
             if offset % 4:  # torch keeps it a multiple of 4; the kernels' draws assume so
                 return rejection_sample(*args, profile=self.profile)
-            seed = generator.initial_seed()
-            values[1] = seed - 2**64 if seed >= 2**63 else seed
+            values[1] = signed_seed(generator.initial_seed())
             values[2] = offset
             generator.set_offset(offset + captured.offset_step)  # as the eager draws would
         out, address = captured.outputs.take()  # handed out only if every check passes

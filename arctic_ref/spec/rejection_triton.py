@@ -127,6 +127,13 @@ if TRITON_AVAILABLE:
             tl.store(out + offs, _div(_exp(x - m), s), mask=mask)
 
     @triton.jit
+    def _request_rows(cu_ptr, req):  # type: ignore[no-untyped-def]
+        """Request ``req``'s draft rows [begin, end) from the cumulative counts ``cu``."""
+        end = tl.load(cu_ptr + req).to(tl.int64)
+        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        return begin, end
+
+    @triton.jit
     def _lane_best(best, index, value, offs, NAN_WINS: tl.constexpr):  # type: ignore[no-untyped-def]
         """Per lane, the running maximum and the first column holding it (strictly greater moves it,
         so an earlier column wins a tie). A NaN value never wins, or with ``NAN_WINS`` the lane's
@@ -208,8 +215,7 @@ if TRITON_AVAILABLE:
         req = tl.program_id(0)
         j = tl.program_id(1)
         part = tl.program_id(2)
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        begin, end = _request_rows(cu_ptr, req)
         if j < end - begin:
             _partial(logits_ptr, temp_ptr, req, begin + j, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride,
                      chunk, HAS_TEMP, CHUNKS, BLOCK)  # fmt: skip
@@ -287,8 +293,7 @@ if TRITON_AVAILABLE:
             if (req == 0) & (j == 0) & (part == 0):
                 _check_rules(check_cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
                              ALL_GREEDY, ALL_RANDOM, 1024)  # fmt: skip
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        begin, end = _request_rows(cu_ptr, req)
         if j < end - begin:
             row = begin + j
             _partial(logits_ptr, temp_ptr, req, row, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,
@@ -310,10 +315,12 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _accepted_prefix(accept_ptr, begin, n):  # type: ignore[no-untyped-def]
+        """The length of rows [begin, begin + n)'s all-accepted prefix. Read through L2 (.cg): in
+        ``_mark_race_row`` other programs of the same launch wrote the flags."""
         accepted = 0
         prefix_ok = 1
-        for j in range(0, n):  # accepted = length of the all-accepted prefix
-            prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j) != 0).to(tl.int32)
+        for j in range(0, n):
+            prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j, cache_modifier=".cg") != 0).to(tl.int32)
             accepted += prefix_ok
         return accepted
 
@@ -458,8 +465,7 @@ if TRITON_AVAILABLE:
         raises the call's NaN flag if any of the request's rows is bad."""
         req = tl.program_id(0)
         part = tl.program_id(1)
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        begin, end = _request_rows(cu_ptr, req)
         _race_chunk(logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr,
                     part_index_ptr, req, part, begin, end, vocab, stride, chunk, CHUNKS, HAS_TEMP, HAS_Q, BLOCK)  # fmt: skip
         if _last_to_arrive(request_counter_ptr + req, CHUNKS):
@@ -474,11 +480,7 @@ if TRITON_AVAILABLE:
     def _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, n, HAS_TEMP: tl.constexpr):  # type: ignore[no-untyped-def]
         """Request ``req``'s accepted prefix and the row its race runs on (its first rejected row; -1
         if none or greedy), from the acceptances other programs of this launch wrote (read through L2)."""
-        accepted = 0
-        prefix_ok = 1
-        for j in range(0, n):
-            prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j, cache_modifier=".cg") != 0).to(tl.int32)
-            accepted += prefix_ok
+        accepted = _accepted_prefix(accept_ptr, begin, n)
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
@@ -519,8 +521,7 @@ if TRITON_AVAILABLE:
     ):  # fmt: skip
         """Request ``req``'s final token (bonus, greedy argmax, or the race's published winner) and
         output row; its published bests reset to zero for the next launch."""
-        end = tl.load(cu_ptr + req).to(tl.int64)
-        begin = tl.load(cu_ptr + req - 1, mask=req > 0, other=0).to(tl.int64)
+        begin, end = _request_rows(cu_ptr, req)
         accepted = tl.load(accepted_ptr + req).to(tl.int64)
         tau = 1.0
         if HAS_TEMP:
@@ -606,7 +607,6 @@ if TRITON_AVAILABLE:
                     if row_b >= 0:
                         _race_candidate(x, e, q, cols, live, second, d_b, m_b, s_b, tau_b, all_one, best_ptr,
                                         fallback_ptr, req_b, HAS_Q)  # fmt: skip
-
 
     @triton.jit
     def _check_rules(  # type: ignore[no-untyped-def]
@@ -830,7 +830,8 @@ def fused_kernels(
     Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
     num_reqs, vocab = cu_num_draft_tokens.shape[0], target_logits.shape[1]
     if (drawn is None) != (uniforms is not None and exponentials is not None):
-        raise ValueError("pass either uniforms and exponentials, or drawn noise, not both")
+        given = {"uniforms": uniforms is not None, "exponentials": exponentials is not None, "drawn": drawn is not None}
+        raise ValueError(f"pass uniforms and exponentials, or drawn noise alone; given: {given}")
     rows = draft_token_ids.shape[0]
     device = target_logits.device
     logits = target_logits.contiguous()
@@ -842,8 +843,6 @@ def fused_kernels(
     chunks = race_chunks(num_reqs) if race_chunk_count is None else race_chunk_count
     if chunks < 1 or chunks & (chunks - 1):
         raise ValueError(f"race_chunk_count must be a power of two, got {chunks}")
-    scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
-    indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     out_shape = (num_reqs, max_spec_len + 1)
     if out is None:
         out = torch.empty(out_shape, dtype=torch.int32, device=device)
@@ -883,8 +882,8 @@ def fused_kernels(
     if exponential_stream is not None:
         torch.cuda.current_stream(device).wait_stream(exponential_stream)
     bonus = bonus_token_ids.contiguous()
-    common = dict(HAS_TEMP=has_temp, HAS_Q=has_q, COLS=triton.next_power_of_2(max_spec_len + 1),
-                  HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps)  # fmt: skip
+    cols = triton.next_power_of_2(max_spec_len + 1)
+    out_from = out if out_slot is None else out_slot
     if drawn is not None:
         layout = drawn.exponentials
         slots = drawn_race_block(layout.stride, vocab)
@@ -895,14 +894,17 @@ def fused_kernels(
             HAS_Q=has_q, BLOCK=slots, num_warps=race_warps,
         )  # fmt: skip
         _finish_drawn_kernel[(num_reqs,)](
-            temp, cu, drafts, argmax, bonus, bad, accepted, bests, bests[num_reqs:], out,
-            out if out_slot is None else out_slot, flags[1:], max_spec_len + 1, HAS_TEMP=has_temp,
-            COLS=common["COLS"], HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=1,
+            temp, cu, drafts, argmax, bonus, bad, accepted, bests, bests[num_reqs:], out, out_from, flags[1:],
+            max_spec_len + 1, HAS_TEMP=has_temp, COLS=cols, HAS_NAN_FLAG=checks is not None,
+            OUT_FROM_SLOT=out_slot is not None, num_warps=1,
         )  # fmt: skip
         return out, bad
+    scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
+    indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     _race_finish_kernel[(num_reqs, chunks)](
-        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus, bad,
-        scores, indices, counters[rows:], out, out if out_slot is None else out_slot, flags[1:], vocab,
-        logits.stride(0), triton.cdiv(vocab, chunks), max_spec_len + 1, CHUNKS=chunks, BLOCK=race_block, **common,
+        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus, bad, scores, indices,
+        counters[rows:], out, out_from, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, chunks),
+        max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=chunks, BLOCK=race_block, COLS=cols,
+        HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps,
     )  # fmt: skip
     return out, bad

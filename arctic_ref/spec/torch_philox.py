@@ -117,6 +117,12 @@ if TRITON_AVAILABLE:
         tl.store(u_ptr + t, uniform64_at(seed, offset_u, t, stride_u), mask=t < rows)
 
 
+def signed_seed(seed: int) -> int:
+    """A generator's seed (unsigned 64 bits, as ``initial_seed`` gives it) as the signed int64 with
+    the same bits, for a kernel argument or an int64 slot."""
+    return seed - 2**64 if seed >= 2**63 else seed
+
+
 def draw_like_torch(
     seed: int, offset: int, rows: int, num_reqs: int, vocab: int, device: torch.device
 ) -> tuple[Tensor, Tensor, int]:
@@ -130,9 +136,8 @@ def draw_like_torch(
     u = torch.empty(rows, dtype=torch.float64, device=device)
     e = torch.empty(num_reqs, vocab, dtype=torch.float32, device=device)
     slots = max(exponentials.stride * (exponentials.increment // 4), rows)
-    signed = seed - 2**64 if seed >= 2**63 else seed
     _draw_kernel[(triton.cdiv(slots, 256),)](
-        u, e, signed, offset, offset + uniforms.increment, rows, num_reqs * vocab, uniforms.stride,
+        u, e, signed_seed(seed), offset, offset + uniforms.increment, rows, num_reqs * vocab, uniforms.stride,
         exponentials.stride, BLOCK=256,
     )  # fmt: skip
     return u, e, offset + uniforms.increment + exponentials.increment
