@@ -553,6 +553,19 @@ if TRITON_AVAILABLE:
                       fallback_ptr, out_ptr, nan_flag_ptr, tl.program_id(0), out_cols, HAS_TEMP, COLS, HAS_NAN_FLAG)  # fmt: skip
 
     @triton.jit
+    def _race_row_inputs(m_ptr, s_ptr, draft_ptr, temp_ptr, row, req, has_req, HAS_TEMP: tl.constexpr):  # type: ignore[no-untyped-def]
+        """(m, s, draft, τ) of request ``req``'s race row ``row``; where ``row`` < 0 (no race) the
+        neutral (0, 1, -1), and τ = 1 where ``has_req`` is false or there are no temperatures."""
+        live = row >= 0
+        m = tl.load(m_ptr + row, mask=live, other=0.0)
+        s = tl.load(s_ptr + row, mask=live, other=1.0)
+        d = tl.load(draft_ptr + row, mask=live, other=-1)
+        tau = 1.0
+        if HAS_TEMP:
+            tau = tl.load(temp_ptr + req, mask=has_req, other=1.0)
+        return m, s, d, tau
+
+    @triton.jit
     def _race_draw_kernel(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, draft_ptr, q_ptr, m_ptr, s_ptr, race_row_ptr, best_ptr, fallback_ptr, state_ptr,
         num_reqs, vocab, stride, numel, stride_e, offset_e, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
@@ -582,17 +595,10 @@ if TRITON_AVAILABLE:
                 row_a = tl.load(race_row_ptr + req_a)
                 row_b = tl.load(race_row_ptr + req_b, mask=has_b, other=-1)
                 if (row_a >= 0) | (row_b >= 0):
-                    m_a = tl.load(m_ptr + row_a, mask=row_a >= 0, other=0.0)
-                    m_b = tl.load(m_ptr + row_b, mask=row_b >= 0, other=0.0)
-                    s_a = tl.load(s_ptr + row_a, mask=row_a >= 0, other=1.0)
-                    s_b = tl.load(s_ptr + row_b, mask=row_b >= 0, other=1.0)
-                    d_a = tl.load(draft_ptr + row_a, mask=row_a >= 0, other=-1)
-                    d_b = tl.load(draft_ptr + row_b, mask=row_b >= 0, other=-1)
-                    tau_a = 1.0
-                    tau_b = 1.0
-                    if HAS_TEMP:
-                        tau_a = tl.load(temp_ptr + req_a)
-                        tau_b = tl.load(temp_ptr + req_b, mask=has_b, other=1.0)
+                    m_a, s_a, d_a, tau_a = _race_row_inputs(m_ptr, s_ptr, draft_ptr, temp_ptr, row_a, req_a,
+                                                            req_a < num_reqs, HAS_TEMP)  # fmt: skip
+                    m_b, s_b, d_b, tau_b = _race_row_inputs(m_ptr, s_ptr, draft_ptr, temp_ptr, row_b, req_b, has_b,
+                                                            HAS_TEMP)  # fmt: skip
                     row = tl.where(second, row_b, row_a)
                     live = (li0 + lanes < numel) & (row >= 0)
                     x = tl.load(logits_ptr + row.to(tl.int64) * stride + cols, mask=live, other=-float("inf"))
