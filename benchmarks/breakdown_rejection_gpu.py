@@ -18,7 +18,6 @@ from arctic_ref.spec.profile import INTENDED
 from arctic_ref.spec.rejection import validate_host_inputs, validate_inputs
 from arctic_ref.spec.rejection_graph import _graph_key
 from arctic_ref.spec.rejection_triton import ValueChecks, fused_kernels, race_chunks, stats_partials
-from arctic_ref.spec.torch_philox import signed_seed
 from benchmarks.cuda_timing import median_ms
 
 VOCAB = 128_256
@@ -43,11 +42,7 @@ def host_timeline(sampler: RejectionSampler, args: tuple, calls: int = 2000) -> 
         t0 = clock()
         _graph_key(*args, INTENDED)
         tg = clock()
-        if captured.kernels_draw:  # as __call__: seed and offset to the slot, the offset advanced
-            offset = generator.get_offset()
-            captured.host_values[1] = signed_seed(generator.initial_seed())
-            captured.host_values[2] = offset
-            generator.set_offset(offset + captured.offset_step)
+        captured.hand_over(generator)  # as __call__: seed and offset to the slot, the offset advanced
         t1 = clock()
         _, captured.host_values[0] = captured.outputs.take()
         t2 = clock()

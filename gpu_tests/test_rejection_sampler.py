@@ -43,7 +43,7 @@ def _state() -> torch.Tensor:
     return torch.cuda.default_generators[0].get_state()
 
 
-DRAWS = {"kernels draw": DRAWN_MAX_VALUES, "torch draws": 0}
+DRAWS = {"race draws": DRAWN_MAX_VALUES, "noise tensors": 0}
 """``RejectionSampler``'s ``drawn_max_values`` for each way a graph draws its noise."""
 
 

@@ -5,7 +5,7 @@ and many-call layouts, and vocabularies that do and do not fill the grid."""
 import pytest
 import torch
 
-from arctic_ref.spec.torch_philox import TRITON_AVAILABLE, PhiloxDraw, draw_like_torch
+from arctic_ref.spec.torch_philox import TRITON_AVAILABLE, PhiloxDraw, draw_from_state, draw_like_torch, signed_seed
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
 CUDA = torch.device("cuda")
@@ -17,8 +17,9 @@ CUDA = torch.device("cuda")
      (2**64 - 5, 8, 4096, 256, 128_256), (5, 0, 1, 1, 32_000), (9, 12, 0, 2, 50_000), (3, 4, 300, 97, 151_936)],
 )  # fmt: skip
 def test_draws_equal_torchs(seed: int, offset: int, rows: int, reqs: int, vocab: int) -> None:
-    generator = torch.cuda.default_generators[torch.cuda.current_device()]
+    torch.cuda.init()  # fills default_generators
     torch.cuda.manual_seed(seed)
+    generator = torch.cuda.default_generators[torch.cuda.current_device()]
     generator.set_offset(offset)
     u = torch.rand(rows, dtype=torch.float64, device=CUDA)
     e = torch.empty(reqs, vocab, device=CUDA).exponential_()
@@ -26,6 +27,23 @@ def test_draws_equal_torchs(seed: int, offset: int, rows: int, reqs: int, vocab:
     assert end == generator.get_offset()
     assert torch.equal(ours_u, u)
     assert torch.equal(ours_e, e)
+    state = torch.tensor([signed_seed(seed), offset], device=CUDA)
+    layouts = PhiloxDraw.of(rows, 2, CUDA), PhiloxDraw.of(reqs * vocab, 4, CUDA)
+    for stream in (None, torch.cuda.Stream(CUDA)):  # type: ignore[no-untyped-call]
+        state_u, state_e = draw_from_state(state, *layouts, vocab, exponential_stream=stream)
+        if stream is not None:
+            torch.cuda.current_stream(CUDA).wait_stream(stream)
+        assert torch.equal(state_u, u) and torch.equal(state_e, e), f"exponential stream {stream}"
+
+
+def test_draw_from_state_checks_its_arguments() -> None:
+    layouts = PhiloxDraw.of(4, 2, CUDA), PhiloxDraw.of(2 * 100, 4, CUDA)
+    with pytest.raises(ValueError, match="int64 \\[2\\]"):
+        draw_from_state(torch.zeros(3, dtype=torch.int64, device=CUDA), *layouts, 100)
+    with pytest.raises(ValueError, match="rows of 30"):
+        draw_from_state(torch.zeros(2, dtype=torch.int64, device=CUDA), *layouts, 30)
+    with pytest.raises(ValueError, match="rows of 100"):
+        draw_from_state(torch.zeros(2, dtype=torch.int64, device=CUDA), layouts[1], layouts[0], 100)
 
 
 def test_layout_refuses_what_torch_splits() -> None:

@@ -7,12 +7,13 @@ and about twenty launches — some 0.65 ms of host time while the kernels themse
 
 The graph path keeps the contract:
 
-- **Same output, same generator.** Up to ``DRAWN_MAX_VALUES`` exponentials the kernels draw the
-  noise themselves, bit for bit as torch would from the default CUDA generator's seed and offset
-  (``torch_philox``; the host hands them over in the slot below and advances the offset by the
-  draws' increments); beyond, the graph draws with ``draw_noise``, which a replay advances exactly
-  as an eager call would (torch's graph-safe Philox offsets). Either way output and final
-  generator state are bit-identical to ``rejection_sample`` under the same seed.
+- **Same output, same generator.** The kernels draw the noise themselves, bit for bit as torch
+  would from the default CUDA generator's seed and offset (``torch_philox``; the host hands them
+  over in the slot below and advances the offset by the draws' increments): up to
+  ``DRAWN_MAX_VALUES`` exponentials inside the race, beyond into noise tensors
+  (``draw_from_state``). Either way output and final generator state are bit-identical to
+  ``rejection_sample`` under the same seed. Calls of 2³¹ exponentials or more, which torch draws
+  in two parts, run eagerly.
 - **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
   before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are
   checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in a pinned buffer the
@@ -28,9 +29,10 @@ The graph path keeps the contract:
   hot path makes few torch calls: the key, the generator's seed and offset and its advance (kernel
   draws), the replay (with no torch RNG node it fills nothing before launching), one stream
   synchronisation (the stream object is rebuilt only when the current stream changes), and the
-  flags read. Where torch draws, the exponential draw runs on a side stream inside the graph, beside
-  the first launch, which does not read it. The profiles of 2026-12-04 show no overlap, though: a
-  replay at 256 × 4 took the sum of its kernels' times.
+  flags read. Where the noise goes to tensors, the exponential draw runs on a side stream inside
+  the graph, one program per SM, beside the first launch, which does not read it. (torch's own
+  ``exponential_`` there did not overlap: its programs fill every SM, and a replay at 256 × 4
+  took the sum of its kernels' times; ``draw_from_state`` has the figures.)
 - **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
   by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
   second time its key is seen; the first sighting, any other shape of call (per-request generators,
@@ -51,7 +53,6 @@ from torch import Tensor
 
 from arctic_ref.parallel.graph_capture import capture_graph
 from arctic_ref.spec.metadata import SamplingMetadata
-from arctic_ref.spec.noise import draw_noise
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
 from arctic_ref.spec.rejection import (
     BonusTokenIds,
@@ -61,7 +62,7 @@ from arctic_ref.spec.rejection import (
     validate_inputs,
 )
 from arctic_ref.spec.rejection_triton import NAN_MESSAGE, DrawnNoise, ValueChecks, fused_kernels, fused_supported
-from arctic_ref.spec.torch_philox import signed_seed
+from arctic_ref.spec.torch_philox import MAX_VALUES, draw_from_state, signed_seed
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 CAPACITY: Final = 16
@@ -71,8 +72,8 @@ CAPTURE_AFTER: Final = 2
 
 DRAWN_MAX_VALUES: Final = 2**22
 """Calls of at most this many exponentials (B · V: 32 requests at V = 128,256) draw their noise in
-the kernels (``DrawnNoise``); larger ones with torch inside the graph, where the drawing race does
-not win. One H200, one process, three medians of 200 whole calls each, torch draws against kernel
+the race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``), where the drawing
+race does not win. The figures below are from when the larger ones drew with torch. One H200, one process, three medians of 200 whole calls each, torch draws against kernel
 draws (8 warps), session of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4,
 32 × 4 125.6–127.2 / 110.4–112.0; 256 × 4 407.9–456.4 / 441.1–463.9, 256 × 16 889.7–981.6 /
 918.1–972.0, 256 × 4 with racing draft probabilities 468.3–504.6 / 510.0–520.2. At 256 × 4 the
@@ -81,7 +82,7 @@ side stream: it computes Philox, a log, an exp and two IEEE divisions for every 
 columns."""
 
 MIN_VOCAB: Final = 16
-"""Smaller vocabularies draw with torch (the drawing race's segments are at least 16 columns)."""
+"""Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""
 
 RING: Final = 64
 """Output tensors allocated at once per graph (``_Outputs``)."""
@@ -123,10 +124,8 @@ class _Captured:
     slot: Tensor
     """int64 [3] on the device: the graph's copy of ``host_slot``, which the kernels read."""
     offset_step: int
-    """How far one replay advances the default generator's offset."""
-    kernels_draw: bool
-    """The kernels draw the noise (``DrawnNoise``) and the host advances the offset; otherwise the
-    graph draws with torch and its replay does."""
+    """How far one replay advances the default generator's offset (the kernels draw; the host
+    advances it)."""
     flags: Tensor
     """int32 [2]: the value-rule bits (``ValueChecks``), then the NaN flag."""
     host_flags: Tensor
@@ -135,6 +134,18 @@ class _Captured:
     """The kernels' arrival counters, zero between replays."""
     race_bests: Tensor
     """The race's published bests (``fused_kernels``' ``race_bests``), zero between replays."""
+
+    def hand_over(self, generator: torch.Generator) -> bool:
+        """Puts the generator's seed and offset in the slot and advances the offset as the eager
+        draws would; False (nothing done) where the offset is not a multiple of 4, which torch keeps
+        and the kernels' draws assume."""
+        offset = generator.get_offset()
+        if offset % 4:
+            return False
+        self.host_values[1] = signed_seed(generator.initial_seed())
+        self.host_values[2] = offset
+        generator.set_offset(offset + self.offset_step)
+        return True
 
 
 def _tensor_key(tensor: Tensor) -> _TensorKey:
@@ -162,6 +173,8 @@ def _graph_key(
     assert isinstance(target_logits, Tensor)
     if not fused_supported(target_logits, meta.top_k, meta.top_p, profile.name):
         return None
+    if len(num_draft_tokens) * target_logits.shape[1] >= MAX_VALUES:  # torch splits such draws (torch_philox)
+        return None
     return (
         *(_tensor_key(t) for t in tensors),  # type: ignore[arg-type]
         None if draft_probs is None else _tensor_key(draft_probs),
@@ -186,7 +199,7 @@ class RejectionSampler:
             raise ValueError(f"drawn_max_values must be >= 0, got {drawn_max_values}")
         self.profile = profile
         self.drawn_max_values = drawn_max_values
-        """Graphs of at most this many exponentials (B · V) draw their noise in the kernels."""
+        """Graphs of at most this many exponentials (B · V) draw their noise in the race."""
         self.capacity = capacity
         self.capture_after = capture_after
         self._graphs: OrderedDict[_Key, _Captured] = OrderedDict()
@@ -225,16 +238,10 @@ class RejectionSampler:
             captured = self._capture(key, *args)
         self._graphs.move_to_end(key)
         generator = torch.cuda.default_generators[target_logits.device.index or 0]
-        values = captured.host_values
-        if captured.kernels_draw:  # the host hands the kernels the seed and offset, and advances it
-            offset = generator.get_offset()
-            if offset % 4:  # torch keeps it a multiple of 4; the kernels' draws assume so
-                return rejection_sample(*args, profile=self.profile)
-            values[1] = signed_seed(generator.initial_seed())
-            values[2] = offset
-            generator.set_offset(offset + captured.offset_step)  # as the eager draws would
+        if not captured.hand_over(generator):
+            return rejection_sample(*args, profile=self.profile)
         out, address = captured.outputs.take()  # handed out only if every check passes
-        values[0] = address  # the replay writes there
+        captured.host_values[0] = address  # the replay writes there
         captured.graph.replay()
         self._current_stream(target_logits.device).synchronize()  # the call's one synchronisation
         value_bits, nan = captured.host_flags.tolist()
@@ -269,7 +276,7 @@ class RejectionSampler:
         meta: SamplingMetadata,
     ) -> _Captured:  # fmt: skip
         """``capture_graph`` of the whole call on these inputs: the kernels draw the noise up to
-        ``DRAWN_MAX_VALUES`` exponentials, torch's generator (``draw_noise``) beyond."""
+        ``DRAWN_MAX_VALUES`` exponentials in the race, beyond into noise tensors (``draw_from_state``)."""
         device = target_logits.device
         expected_cu = torch.tensor(list(accumulate(num_draft_tokens)), dtype=torch.int64, device=device)
         flags = torch.zeros(2, dtype=torch.int32, device=device)
@@ -283,9 +290,10 @@ class RejectionSampler:
         host_slot = torch.tensor([static_out.data_ptr(), 0, 0], dtype=torch.int64, pin_memory=True)
         slot = torch.empty(3, dtype=torch.int64, device=device)
         vocab = target_logits.shape[1]
-        kernels_draw = vocab >= MIN_VOCAB and num_reqs * vocab <= self.drawn_max_values
-        drawn = DrawnNoise.layout(slot[1:], rows, num_reqs, vocab) if kernels_draw else None
-        side = torch.cuda.Stream(device) if drawn is None else None  # type: ignore[no-untyped-call]
+        noise = DrawnNoise.layout(slot[1:], rows, num_reqs, vocab)
+        race_draws = vocab >= MIN_VOCAB and num_reqs * vocab <= self.drawn_max_values
+        drawn = noise if race_draws else None
+        side = None if race_draws else torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         checks = ValueChecks(
             cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random, flags=flags
         )
@@ -295,10 +303,9 @@ class RejectionSampler:
             slot.copy_(host_slot, non_blocking=True)  # a copy node: what the host holds when the replay runs
             uniforms = exponentials = None
             if drawn is None:
-                noise = draw_noise(num_draft_tokens, vocab, meta, profile=self.profile, device=device,
-                                   exponential_stream=side)  # fmt: skip
-                assert noise is not None
-                uniforms, exponentials = noise.uniforms, noise.exponentials
+                uniforms, exponentials = draw_from_state(
+                    noise.state, noise.uniforms, noise.exponentials, vocab, exponential_stream=side
+                )
             out, _ = fused_kernels(
                 draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
                 bonus_column(bonus_token_ids), meta.temperature, uniforms, exponentials, checks=checks,
@@ -308,19 +315,13 @@ class RejectionSampler:
             host_flags.copy_(flags, non_blocking=True)
             return out
 
-        generator = torch.cuda.default_generators[device.index or 0]
-        offset = generator.get_offset()
         graph, _ = capture_graph(body, device)
-        warm_up_draws = generator.get_offset() - offset  # two warm-up calls' torch draws; capturing draws none
-        generator.set_offset(offset)
-        if warm_up_draws % 2:
-            raise AssertionError(f"two warm-up calls advanced the generator by an odd {warm_up_draws}")
         if len(self._graphs) >= self.capacity:
             self._graphs.popitem(last=False)
         captured = _Captured(
             graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), host_slot=host_slot,
             host_values=(ctypes.c_int64 * 3).from_address(host_slot.data_ptr()), slot=slot,
-            offset_step=warm_up_draws // 2 if drawn is None else drawn.increment, kernels_draw=drawn is not None,
+            offset_step=noise.increment,
             flags=flags, host_flags=host_flags, counters=counters,
             race_bests=race_bests,
         )  # fmt: skip

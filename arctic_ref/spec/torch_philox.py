@@ -99,13 +99,10 @@ if TRITON_AVAILABLE:
         u = (lo ^ (hi << 21)).to(tl.float64) * 1.1102230246251565e-16 + 5.551115123125783e-17
         return tl.where(u == 1.0, 0.0, u)
 
-    @triton.jit  # type: ignore[untyped-decorator]
-    def _draw_kernel(  # type: ignore[no-untyped-def]
-        u_ptr, e_ptr, seed, offset_u, offset_e, rows, numel_e, stride_u, stride_e, BLOCK: tl.constexpr
-    ):
-        """Program t of the exponentials' thread slots (call t div stride, thread t mod stride):
-        that block's four values; the first programs also write the uniforms."""
-        t = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    @triton.jit
+    def _store_exponentials(e_ptr, seed, offset_e, t, numel_e, stride_e):  # type: ignore[no-untyped-def]
+        """The four exponentials of thread slots ``t`` (call t div stride, thread t mod stride) of a
+        draw at generator offset ``offset_e``, at their places in e (those below ``numel_e``)."""
         call = t // stride_e
         idx = t - call * stride_e
         w0, w1, w2, w3 = philox_block(seed, offset_e // 4 + call, idx)
@@ -114,7 +111,35 @@ if TRITON_AVAILABLE:
         tl.store(e_ptr + base + stride_e, exponential_of_word(w1), mask=base + stride_e < numel_e)
         tl.store(e_ptr + base + 2 * stride_e, exponential_of_word(w2), mask=base + 2 * stride_e < numel_e)
         tl.store(e_ptr + base + 3 * stride_e, exponential_of_word(w3), mask=base + 3 * stride_e < numel_e)
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _draw_kernel(  # type: ignore[no-untyped-def]
+        u_ptr, e_ptr, seed, offset_u, offset_e, rows, numel_e, stride_u, stride_e, BLOCK: tl.constexpr
+    ):
+        """Program t of the exponentials' thread slots (call t div stride, thread t mod stride):
+        that block's four values; the first programs also write the uniforms."""
+        t = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        _store_exponentials(e_ptr, seed, offset_e, t, numel_e, stride_e)
         tl.store(u_ptr + t, uniform64_at(seed, offset_u, t, stride_u), mask=t < rows)
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _state_uniforms_kernel(u_ptr, state_ptr, rows, stride_u, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        """The uniforms drawn at the seed and offset in ``state`` (int64 [2] on the device)."""
+        t = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(u_ptr + t, uniform64_at(tl.load(state_ptr), tl.load(state_ptr + 1), t, stride_u), mask=t < rows)
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _state_exponentials_kernel(  # type: ignore[no-untyped-def]
+        e_ptr, state_ptr, skip, numel_e, stride_e, blocks, BLOCK: tl.constexpr, PROGRAMS: tl.constexpr
+    ):
+        """The exponentials drawn at ``skip`` past the offset in ``state``, by ``PROGRAMS`` programs
+        (few, so that another kernel's programs run beside them), each looping over blocks of BLOCK
+        thread slots."""
+        seed = tl.load(state_ptr)
+        offset_e = tl.load(state_ptr + 1) + skip
+        for b in range(tl.program_id(0), blocks, PROGRAMS):
+            t = tl.cast(b, tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            _store_exponentials(e_ptr, seed, offset_e, t, numel_e, stride_e)
 
 
 def signed_seed(seed: int) -> int:
@@ -141,3 +166,51 @@ def draw_like_torch(
         exponentials.stride, BLOCK=256,
     )  # fmt: skip
     return u, e, offset + uniforms.increment + exponentials.increment
+
+
+STATE_DRAW_BLOCK: Final = 1024
+"""Thread slots per loop step of ``_state_exponentials_kernel`` (8 warps, one program per SM)."""
+
+
+def draw_from_state(
+    state: Tensor, uniforms: PhiloxDraw, exponentials: PhiloxDraw, vocab: int,
+    *, exponential_stream: torch.cuda.Stream | None = None,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """(``torch.rand(rows, float64)``, ``torch.empty(B, V).exponential_()``) as the default generator
+    draws them from the seed and offset in ``state`` (int64 [2] on the device: the seed as signed 64
+    bits, then the offset, a multiple of 4), read as the kernels run, so a CUDA graph draws what the
+    host put there before each replay; ``uniforms`` and ``exponentials`` are the two draws' layouts
+    (``PhiloxDraw.of(rows, 2)``, ``PhiloxDraw.of(B · V, 4)``), and the exponentials come after the
+    uniforms' increment, as ``draw_like_torch``'s. With ``exponential_stream`` the exponentials are
+    drawn there, after the work queued so far on the current stream, by one program per SM, so that
+    the caller's next launch runs beside them (the caller waits for that stream before reading
+    them).
+
+    Graph replays on one H200 (2026-12-04, three medians each; a lab script, statistics and race
+    with ``fused_kernels`` on the current stream): 256 × 4 took 313.1–315.3 µs with torch's
+    ``exponential_`` on a side stream (its 1,056 programs fill every SM, so nothing runs beside
+    them) and 274.2–274.9 µs with this draw there; 256 × 16 took 699.6–708.8 and 672.7–689.1 µs."""
+    if state.dtype != torch.int64 or state.shape != (2,) or not state.is_cuda:
+        raise ValueError(f"state: int64 [2] on a CUDA device, got {state.dtype} {tuple(state.shape)} on {state.device}")
+    if uniforms.unroll != 2 or exponentials.unroll != 4 or vocab < 1 or exponentials.numel % vocab:
+        raise ValueError(f"layouts of a float64 rand and a float32 exponential_ of rows of {vocab}, got "
+                         f"{uniforms} and {exponentials}")  # fmt: skip
+    device = state.device
+    u = torch.empty(uniforms.numel, dtype=torch.float64, device=device)
+    e = torch.empty(exponentials.numel // vocab, vocab, dtype=torch.float32, device=device)
+    if uniforms.numel:
+        _state_uniforms_kernel[(triton.cdiv(uniforms.numel, THREADS),)](
+            u, state, uniforms.numel, uniforms.stride, BLOCK=THREADS
+        )
+    if exponential_stream is not None:
+        exponential_stream.wait_stream(torch.cuda.current_stream(device))
+    programs = torch.cuda.get_device_properties(device).multi_processor_count
+    blocks = triton.cdiv(exponentials.stride * (exponentials.increment // 4), STATE_DRAW_BLOCK)
+    if exponential_stream is not None:
+        e.record_stream(exponential_stream)
+    with torch.cuda.stream(exponential_stream):  # no-op for None
+        _state_exponentials_kernel[(programs,)](
+            e, state, uniforms.increment, exponentials.numel, exponentials.stride, blocks, BLOCK=STATE_DRAW_BLOCK,
+            PROGRAMS=programs, num_warps=8,
+        )  # fmt: skip
+    return u, e
