@@ -13,7 +13,7 @@ from arctic_ref.spec import (
     rejection_sample_loop,
     rejection_sample_with_noise,
 )
-from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE, softmax_rows
+from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE, DrawnNoise, fused_kernels, softmax_rows
 from arctic_ref.testing.rejection.corpus import random_case, random_noise
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
@@ -181,3 +181,36 @@ def test_fused_path_under_the_v2_and_v6_conditions(with_probs: bool, seed: int) 
     for a, b in zip(args, before, strict=True):
         if isinstance(a, torch.Tensor):
             assert torch.equal(a, b)
+
+
+def test_the_first_launch_copies_the_slot_from_pinned_memory() -> None:
+    """``slot_from``: the first launch reads the seed and offset from pinned memory and fills the
+    device slot for the later launches, so the output equals that of a slot filled on the device
+    (and an offset moved by the host between calls is seen); misplaced slots raise."""
+    reqs, drafts, vocab = 3, 4, 1000
+    g = torch.Generator(device="cuda").manual_seed(5)
+    logits = torch.randn(reqs * drafts, vocab, device="cuda", generator=g) * 3
+    cu = torch.arange(1, reqs + 1, device="cuda") * drafts
+    args = (logits.argmax(1), cu, drafts, None, logits, torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+            torch.ones(reqs, device="cuda"), None, None)  # fmt: skip
+    for offset in (8, 4000, 8):
+        outs = []
+        for pinned in (False, True):
+            out = torch.empty(reqs, drafts + 1, dtype=torch.int32, device="cuda")
+            host = torch.tensor([out.data_ptr(), -1234567, offset], dtype=torch.int64).pin_memory()
+            slot = torch.zeros(3, dtype=torch.int64, device="cuda") if pinned else host.cuda()
+            noise = DrawnNoise.layout(slot[1:], reqs * drafts, reqs, vocab)
+            fused_kernels(*args, out=out, out_slot=slot[:1], drawn=noise, slot_from=host if pinned else None)
+            assert slot.tolist() == host.tolist()
+            outs.append(out)
+        assert torch.equal(outs[0], outs[1])
+    slot = torch.zeros(4, dtype=torch.int64, device="cuda")
+    host = torch.zeros(3, dtype=torch.int64).pin_memory()
+    for bad_from, out_slot, state in (
+        (host.clone(), slot[:1], slot[1:3]),  # not pinned
+        (host, slot[:1], slot[2:4]),  # the state does not follow out_slot
+        (host, None, slot[1:3]),
+    ):
+        with pytest.raises(ValueError, match="slot_from"):
+            fused_kernels(*args, out_slot=out_slot, drawn=DrawnNoise.layout(state, reqs * drafts, reqs, vocab),
+                          slot_from=bad_from)  # fmt: skip

@@ -16,14 +16,15 @@ The graph path keeps the contract:
   in two parts, run eagerly.
 - **Bad input raises before anything changes.** Host rules (types, shapes, counts) are checked
   before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are
-  checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in a pinned buffer the
-  graph writes last; the wait for it is the call's only synchronisation. On a value error the
-  default generator's offset is restored to its value before the call and ``validate_inputs`` raises
+  checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in
+  a pinned buffer the kernels store to directly; the wait for the replay is the call's only
+  synchronisation. On a value error the default generator's offset is restored to its value before the call and ``validate_inputs`` raises
   its usual message; the output is never handed out. The kernels never read out of bounds on bad
   values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
 - **Every call returns a fresh tensor**, written by the replay itself: the host puts its address
-  (and the generator's seed and offset) in pinned memory, a copy node at the head of the graph takes
-  them to the device, and the race's launches write there. The tensors come ``RING`` at a time as
+  (and the generator's seed and offset) in pinned memory; the first launch reads the seed and offset
+  there and copies all three to the device (``fused_kernels``' ``slot_from``; where the noise goes
+  to tensors, a copy node at the head of the graph does), and the race's launches write there. The tensors come ``RING`` at a time as
   views of one block (``_Outputs``), so a call allocates nothing.
 - **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
   hot path makes few torch calls: the key, the generator's seed and offset and its advance (kernel
@@ -126,10 +127,9 @@ class _Captured:
     offset_step: int
     """How far one replay advances the default generator's offset (the kernels draw; the host
     advances it)."""
-    flags: Tensor
-    """int32 [2]: the value-rule bits (``ValueChecks``), then the NaN flag."""
     host_flags: Tensor
-    """Pinned host copy of ``flags``, written by the graph's last node."""
+    """Pinned int32 [2], written by the kernels themselves: the value-rule bits (``ValueChecks``),
+    then the NaN flag."""
     counters: Tensor
     """The kernels' arrival counters, zero between replays."""
     race_bests: Tensor
@@ -279,8 +279,7 @@ class RejectionSampler:
         ``DRAWN_MAX_VALUES`` exponentials in the race, beyond into noise tensors (``draw_from_state``)."""
         device = target_logits.device
         expected_cu = torch.tensor(list(accumulate(num_draft_tokens)), dtype=torch.int64, device=device)
-        flags = torch.zeros(2, dtype=torch.int32, device=device)
-        host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)
+        host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)  # the kernels store to it over the bus
 
         rows, num_reqs = draft_token_ids.shape[0], len(num_draft_tokens)
         counters = torch.zeros(rows + num_reqs, dtype=torch.int32, device=device)
@@ -295,14 +294,15 @@ class RejectionSampler:
         drawn = noise if race_draws else None
         side = None if race_draws else torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         checks = ValueChecks(
-            cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random, flags=flags
+            cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random,
+            flags=host_flags,
         )
 
         def body() -> Tensor:
             assert meta.temperature is not None
-            slot.copy_(host_slot, non_blocking=True)  # a copy node: what the host holds when the replay runs
             uniforms = exponentials = None
-            if drawn is None:
+            if drawn is None:  # a copy node: what the host holds when the replay runs (drawn: the first launch)
+                slot.copy_(host_slot, non_blocking=True)
                 uniforms, exponentials = draw_from_state(
                     noise.state, noise.uniforms, noise.exponentials, vocab, exponential_stream=side
                 )
@@ -310,9 +310,8 @@ class RejectionSampler:
                 draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
                 bonus_column(bonus_token_ids), meta.temperature, uniforms, exponentials, checks=checks,
                 counters=counters, exponential_stream=side, out=static_out, out_slot=slot[:1], drawn=drawn,
-                race_bests=race_bests,
+                race_bests=race_bests, slot_from=None if drawn is None else host_slot,
             )  # fmt: skip
-            host_flags.copy_(flags, non_blocking=True)
             return out
 
         graph, _ = capture_graph(body, device)
@@ -322,7 +321,7 @@ class RejectionSampler:
             graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), host_slot=host_slot,
             host_values=(ctypes.c_int64 * 3).from_address(host_slot.data_ptr()), slot=slot,
             offset_step=noise.increment,
-            flags=flags, host_flags=host_flags, counters=counters,
+            host_flags=host_flags, counters=counters,
             race_bests=race_bests,
         )  # fmt: skip
         self._graphs[key] = captured

@@ -234,6 +234,13 @@ if TRITON_AVAILABLE:
         return last
 
     @triton.jit
+    def _uniform_from_state(state_ptr, row, stride_u):  # type: ignore[no-untyped-def]
+        """torch's float64 ``rand`` value ``row`` from the seed and offset at ``state_ptr``, read
+        volatile (.cv): they may be pinned host memory the host rewrites between launches."""
+        seed = tl.load(state_ptr, cache_modifier=".cv")
+        return uniform64_at(seed, tl.load(state_ptr + 1, cache_modifier=".cv"), row, stride_u)
+
+    @triton.jit
     def _verify_row(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
         accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u,
@@ -260,7 +267,7 @@ if TRITON_AVAILABLE:
         if HAS_Q:
             q = tl.load(q_ptr + row * vocab + d)
         if DRAWN:  # noqa: SIM108 - a constexpr choice between two codes
-            u = uniform64_at(tl.load(state_ptr), tl.load(state_ptr + 1), row, stride_u)
+            u = _uniform_from_state(state_ptr, row, stride_u)
         else:
             u = tl.load(u_ptr + row)
         ratio = _div(pd, q)
@@ -277,18 +284,26 @@ if TRITON_AVAILABLE:
         logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
         accept_ptr, argmax_ptr, bad_ptr, row_counter_ptr, vocab, stride, chunk, nchunks,
         check_cu_ptr, expected_ptr, flags_ptr, num_reqs, total, state_ptr, stride_u, race_row_ptr, accepted_ptr,
-        req_counter_ptr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
-        CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr, DRAWN: tl.constexpr,
+        req_counter_ptr, slot_from_ptr, slot_to_ptr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
+        CHUNKS: tl.constexpr, BLOCK: tl.constexpr, CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr,
+        ALL_RANDOM: tl.constexpr, DRAWN: tl.constexpr, COPY_SLOT: tl.constexpr,
     ):  # fmt: skip
         """Program (i, j, c): ``_partial`` of row j of request i over chunk c; the row's last chunk
         program to finish verifies the row (``_verify_row``, partials merged in chunk order). With
         ``CHECK``, program (0, 0, 0) also writes the value rules' bits to ``flags[0]`` and zeroes the
         NaN flag ``flags[1]``, which ``_race_finish_kernel`` raises. ``DRAWN``: u drawn in the
         kernel, and the request's last row to be verified marks its race row (``_mark_race_row``;
-        program (i, 0, 0) of a request without rows marks it none)."""
+        program (i, 0, 0) of a request without rows marks it none). ``COPY_SLOT``: program (0, 0, 0)
+        copies the three int64 at ``slot_from_ptr`` (pinned host memory) to ``slot_to_ptr``, for the
+        later launches."""
         req = tl.program_id(0)
         j = tl.program_id(1)
         part = tl.program_id(2)
+        if COPY_SLOT:  # noqa: SIM102 - a constexpr test, then a runtime one
+            if (req == 0) & (j == 0) & (part == 0):
+                three = tl.arange(0, 4)
+                held = tl.load(slot_from_ptr + three, mask=three < 3, cache_modifier=".cv")
+                tl.store(slot_to_ptr + three, held, mask=three < 3)
         if CHECK:  # noqa: SIM102 - a constexpr test, then a runtime one (Triton compiles them apart)
             if (req == 0) & (j == 0) & (part == 0):  # 128 lanes: see _check_rules on registers
                 _check_rules(check_cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
@@ -419,7 +434,7 @@ if TRITON_AVAILABLE:
         for r in range(begin, end):
             bad = tl.maximum(bad, tl.load(bad_ptr + r).to(tl.int32))
         if bad > 0:
-            tl.atomic_max(nan_flag_ptr, 1)
+            tl.store(nan_flag_ptr, 1)  # every writer writes 1: a store suffices, also to pinned host memory
 
     @triton.jit
     def _finish_request(  # type: ignore[no-untyped-def]
@@ -662,8 +677,9 @@ class ValueChecks:
     all_greedy: bool
     all_random: bool
     flags: Tensor
-    """int32 [2]: the value-rule bits (``_check_rules``), then the NaN flag (verification.md §1.2
-    item 5), raised by the second launch."""
+    """int32 [2] on the device or in pinned host memory (the kernels only store to it): the value-rule
+    bits (``_check_rules``), then the NaN flag (verification.md §1.2 item 5), raised by the last
+    launch."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -698,6 +714,20 @@ def drawn_race_block(stride: int, vocab: int) -> int:
     while block > 1 and (stride % block or block > vocab):
         block //= 2
     return block
+
+
+def _check_slot_from(slot_from: Tensor, out_slot: Tensor | None, drawn: "DrawnNoise | None") -> None:
+    """``fused_kernels``' rules for ``slot_from``: pinned host int64 [3], with ``out_slot`` and
+    ``drawn.state`` the views [0:1] and [1:3] of one device int64 [3] (what the first launch fills)."""
+    if slot_from.device.type != "cpu" or not slot_from.is_pinned() or slot_from.dtype != torch.int64 \
+            or tuple(slot_from.shape) != (3,):  # fmt: skip
+        raise ValueError(f"slot_from: pinned host int64 [3], got {slot_from.dtype} {tuple(slot_from.shape)} on "
+                         f"{slot_from.device} (pinned: {slot_from.is_pinned()})")  # fmt: skip
+    if out_slot is None or drawn is None or drawn.state.data_ptr() != out_slot.data_ptr() + 8 \
+            or not out_slot.is_contiguous():  # fmt: skip
+        raise ValueError("slot_from needs out_slot and drawn noise whose state follows out_slot's element "
+                         f"(views [0:1] and [1:3] of one int64 [3]); out_slot given: {out_slot is not None}, "
+                         f"drawn given: {drawn is not None}")  # fmt: skip
 
 
 def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor | None, profile_name: str) -> bool:
@@ -817,6 +847,7 @@ def fused_kernels(
     out_slot: Tensor | None = None,
     drawn: DrawnNoise | None = None,
     race_bests: Tensor | None = None,
+    slot_from: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The whole verification in two launches on validated inputs (greedy rows by τ < 1e-5):
 
@@ -838,7 +869,11 @@ def fused_kernels(
     and ``exponentials`` are then None) and the second launch is ``_race_draw_kernel``, over Philox
     blocks instead of vocabulary chunks, and a third launch (``_finish_drawn_kernel``) writes the
     output rows; ``race_bests`` (int64 [2 · B], all zero; the kernels leave them zero) may be kept
-    as ``counters`` are.
+    as ``counters`` are. ``slot_from``: pinned host int64 [3], the values ``out_slot`` and
+    ``drawn.state`` are to hold (output address, seed, offset), which must then be the views [0:1]
+    and [1:3] of one int64 [3] on the device; the first launch reads the seed and offset from there
+    and copies all three to the device for the later launches, so a captured call needs no copy node
+    (a graph's copy node costs host time at every replay: see ``rejection_graph``).
     Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
     num_reqs, vocab = cu_num_draft_tokens.shape[0], target_logits.shape[1]
     if (drawn is None) != (uniforms is not None and exponentials is not None):
@@ -862,6 +897,8 @@ def fused_kernels(
         raise ValueError(f"out: contiguous int32 {out_shape}, got {out.dtype} {tuple(out.shape)} {tuple(out.stride())}")
     if out_slot is not None and (out_slot.device != device or out_slot.dtype != torch.int64):
         raise ValueError(f"out_slot: int64 on {device}, got {out_slot.dtype} on {out_slot.device}")
+    if slot_from is not None:
+        _check_slot_from(slot_from, out_slot, drawn)
     temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
     q = draft_probs.contiguous() if draft_probs is not None else m
     cu = cu_num_draft_tokens.contiguous()
@@ -881,15 +918,18 @@ def fused_kernels(
     if drawn is not None:
         race_row = torch.empty(num_reqs, dtype=torch.int32, device=device)
         accepted = torch.empty_like(race_row)
-        drawn_args = (drawn.state, drawn.uniforms.stride, race_row, accepted, counters[rows:])
+        state = drawn.state if slot_from is None else slot_from[1:]  # the first launch reads it there
+        drawn_args = (state, drawn.uniforms.stride, race_row, accepted, counters[rows:])
     if rows or checks is not None or drawn is not None:
         _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
             logits, temp, cu, drafts, m if uniforms is None else uniforms, q, part_m, part_s, part_i, m, s, accept,
             argmax, bad, counters, vocab, logits.stride(0), STATS_CHUNK, nchunks,
             cu if checks is None else checks.cu_num_draft_tokens, cu, flags, num_reqs, rows, *drawn_args,
+            m if slot_from is None else slot_from, m if out_slot is None else out_slot,
             HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=block,
             CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
-            ALL_RANDOM=checks is not None and checks.all_random, DRAWN=drawn is not None, num_warps=warps,
+            ALL_RANDOM=checks is not None and checks.all_random, DRAWN=drawn is not None,
+            COPY_SLOT=slot_from is not None, num_warps=warps,
         )  # fmt: skip
     if exponential_stream is not None:
         torch.cuda.current_stream(device).wait_stream(exponential_stream)
