@@ -34,6 +34,16 @@ The graph path keeps the contract:
   the graph, one program per SM, beside the first launch, which does not read it. (torch's own
   ``exponential_`` there did not overlap: its programs fill every SM, and a replay at 256 × 4
   took the sum of its kernels' times; ``draw_from_state`` has the figures.)
+- **No copy nodes where the race draws.** A copy node costs host time at every replay, beyond its
+  1–1.5 µs on the GPU: one H200, one process, the graph with its two copy nodes (slot in, flags
+  out) and without, interleaved, medians of six medians of 200 calls (2026-12-04): 1 × 4 47.8 /
+  41.6 µs, 8 × 4 59.2 / 54.0, 32 × 4 92.7 / 88.3. Tried and dropped the same day: every launch
+  reading the pinned slot itself (bare replays about 5, 13 and 19 µs longer at 1, 8 and 32 × 4: a
+  thousand race programs reading over the bus), the output rows written by the race's last
+  segment per request instead of a third launch (the arrivals, an acquire-release atomic per
+  segment, took the race from 3.6 / 8.6 / 26.6 µs to 6.0 / 18.1 / 42.2 at 1 / 8 / 32 × 4), and
+  programmatic dependent launch for the race (bare replays 18.1 against 18.4 µs at 1 × 4, 70.7
+  against 71.0 at 32 × 4: no gain).
 - **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
   by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
   second time its key is seen; the first sighting, any other shape of call (per-request generators,
