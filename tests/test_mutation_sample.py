@@ -1,12 +1,15 @@
 """A seeded sample of mutants per package (``mutation/run.py``, the tool behind ``tox -e mutation``):
 every sampled mutant must be killed by the package's tests, unless it is in the reviewed
-equivalent list. Ten per package, two at a time; a few minutes on CI's two cores."""
+equivalent list (those are reported without a run, ``--skip-equivalent``: nothing kills them, so
+each would run its package's whole suite). Ten per package, two at a time; about two minutes on
+CI's two cores."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-from mutation.run import changed_lines
+from mutation.mutants import Mutant
+from mutation.run import changed_lines, split_listed
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = 10
@@ -16,7 +19,7 @@ def test_sampled_mutants_are_killed(tmp_path: Path) -> None:
     report = tmp_path / "mutation.json"
     run = subprocess.run(
         [sys.executable, "-m", "mutation.run", "--package", "all", "--sample", str(SAMPLE), "--seed", "0",
-         "--jobs", "2", "--limit", "400", "--report", str(report)],
+         "--jobs", "2", "--limit", "400", "--skip-equivalent", "--report", str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     print(run.stdout)
@@ -34,3 +37,12 @@ def test_changed_lines_are_those_added_or_changed_since_a_revision(tmp_path: Pat
     (tmp_path / "m.py").write_text("a = 1\nb = 5\nc = 3\nx = 0\ny = 0\n")  # b changed, d deleted, x y added
     assert changed_lines("m.py", "HEAD", root=tmp_path) == {2, 4, 5}
     assert changed_lines("m.py", "HEAD~0", root=tmp_path) == {2, 4, 5}
+
+
+def test_listed_mutants_are_reported_equivalent_without_a_run() -> None:
+    mutants = [Mutant(module="m.py", index=i, line=i, description="Add -> Sub", source_line=f"a = b + {i}")
+               for i in range(3)]  # fmt: skip
+    to_run, skipped = split_listed(mutants, {mutants[1].key})
+    assert to_run == [mutants[0], mutants[2]]
+    assert [(r.mutant, r.outcome, r.seconds) for r in skipped] == [(mutants[1], "equivalent", 0.0)]
+    assert split_listed(mutants, set()) == (mutants, [])
