@@ -84,8 +84,8 @@ CAPTURE_AFTER: Final = 2
 DRAWN_MAX_VALUES: Final = 2**22
 """Calls of at most this many exponentials (B · V: 32 requests at V = 128,256) draw their noise in
 the race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``), where the drawing
-race does not win. The figures below are from when the larger ones drew with torch. One H200, one process, three medians of 200 whole calls each, torch draws against kernel
-draws (8 warps), session of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4,
+race does not win. The figures below are from when the larger ones drew with torch. One H200, one
+process, three medians of 200 whole calls each, torch draws against kernel draws (8 warps), session of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4,
 32 × 4 125.6–127.2 / 110.4–112.0; 256 × 4 407.9–456.4 / 441.1–463.9, 256 × 16 889.7–981.6 /
 918.1–972.0, 256 × 4 with racing draft probabilities 468.3–504.6 / 510.0–520.2. At 256 × 4 the
 drawing race takes 190 µs of GPU time, against 98 for the chunked race plus 62 for torch's draw on a

@@ -860,7 +860,7 @@ def fused_kernels(
     power of two) override the launch settings, for ``benchmarks/breakdown_rejection_gpu.py``'s sweep.
     ``counters`` (int32, at least rows + requests, all zero; the kernels leave them zero) lets a
     caller keep them between calls, as a CUDA graph does; otherwise they are allocated.
-    ``exponential_stream``: the stream ``exponentials`` are still being drawn on (``draw_noise``'s);
+    ``exponential_stream``: the stream ``exponentials`` are still being drawn on (``draw_from_state``'s);
     the second launch waits for it, the first overlaps the draw. ``out``: the int32 [B, K + 1]
     output to write (otherwise allocated). ``out_slot``: int64 [1] on the device holding the address
     of the tensor to write, read when the second launch runs, so each replay of a captured call can
