@@ -18,14 +18,15 @@ The graph path keeps the contract:
   before a capture; a replay's key fixes everything they read, so a hit passes them. Value rules are
   checked inside the graph (``ValueChecks``, in the first kernel) and come back with the NaN flag in
   a pinned buffer the kernels store to directly; the wait for the replay is the call's only
-  synchronisation. On a value error the default generator's offset is restored to its value before the call and ``validate_inputs`` raises
-  its usual message; the output is never handed out. The kernels never read out of bounds on bad
-  values: they take the request boundaries from the host's counts, and clamp draft ids for loads.
+  synchronisation. On a value error the default generator's offset is restored to its value before
+  the call and ``validate_inputs`` raises its usual message; the output is never handed out. The
+  kernels never read out of bounds on bad values: they take the request boundaries from the host's
+  counts, and clamp draft ids for loads.
 - **Every call returns a fresh tensor**, written by the replay itself: the host puts its address
   (and the generator's seed and offset) in pinned memory; the first launch reads the seed and offset
   there and copies all three to the device (``fused_kernels``' ``slot_from``; where the noise goes
-  to tensors, a copy node at the head of the graph does), and the race's launches write there. The tensors come ``RING`` at a time as
-  views of one block (``_Outputs``), so a call allocates nothing.
+  to tensors, a copy node at the head of the graph does), and the race's launches write there. The
+  tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call allocates nothing.
 - **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
   hot path makes few torch calls: the key, the generator's seed and offset and its advance (kernel
   draws), the replay (with no torch RNG node it fills nothing before launching), one stream
@@ -82,15 +83,15 @@ CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
 
 DRAWN_MAX_VALUES: Final = 2**22
-"""Calls of at most this many exponentials (B · V: 32 requests at V = 128,256) draw their noise in
-the race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``), where the drawing
-race does not win. The figures below are from when the larger ones drew with torch. One H200, one
-process, three medians of 200 whole calls each, torch draws against kernel draws (8 warps), session of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4,
-32 × 4 125.6–127.2 / 110.4–112.0; 256 × 4 407.9–456.4 / 441.1–463.9, 256 × 16 889.7–981.6 /
-918.1–972.0, 256 × 4 with racing draft probabilities 468.3–504.6 / 510.0–520.2. At 256 × 4 the
-drawing race takes 190 µs of GPU time, against 98 for the chunked race plus 62 for torch's draw on a
-side stream: it computes Philox, a log, an exp and two IEEE divisions for every one of the B · V
-columns."""
+"""Calls of at most this many exponentials (B · V: 32 requests at V = 128,256) draw their noise in the
+race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``), where the drawing race
+does not win. The figures below are from when the larger ones drew with torch. One H200, one
+process, three medians of 200 whole calls each, torch draws against kernel draws (8 warps), session
+of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 /
+110.4–112.0; 256 × 4 407.9–456.4 / 441.1–463.9, 256 × 16 889.7–981.6 / 918.1–972.0, 256 × 4 with
+racing draft probabilities 468.3–504.6 / 510.0–520.2. At 256 × 4 the drawing race takes 190 µs of
+GPU time, against 98 for the chunked race plus 62 for torch's draw on a side stream: it computes
+Philox, a log, an exp and two IEEE divisions for every one of the B · V columns."""
 
 MIN_VOCAB: Final = 16
 """Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""

@@ -716,7 +716,7 @@ def drawn_race_block(stride: int, vocab: int) -> int:
     return block
 
 
-def _check_slot_from(slot_from: Tensor, out_slot: Tensor | None, drawn: "DrawnNoise | None") -> None:
+def _check_slot_from(slot_from: Tensor, out_slot: Tensor | None, drawn: DrawnNoise | None) -> None:
     """``fused_kernels``' rules for ``slot_from``: pinned host int64 [3], with ``out_slot`` and
     ``drawn.state`` the views [0:1] and [1:3] of one device int64 [3] (what the first launch fills)."""
     if slot_from.device.type != "cpu" or not slot_from.is_pinned() or slot_from.dtype != torch.int64 \
