@@ -24,10 +24,12 @@ def test_a_raising_rank_fails_the_run_with_its_error() -> None:
 
 
 def test_a_hung_rank_fails_the_run_at_the_timeout() -> None:
+    """The timeout leaves rank 0 time to start (spawn, import torch, rendezvous) and finish on a
+    loaded two-core machine: at 8 s a CI run of 2026-12-04 found rank 0 still starting."""
     began = time.monotonic()
-    with pytest.raises(RankFailed, match=r"ranks \[1\] of 2 did not finish within 8 s"):
-        spawn_ranks(hang_on_rank, 1, world_size=2, timeout_s=8)
-    assert time.monotonic() - began < 30
+    with pytest.raises(RankFailed, match=r"ranks \[1\] of 2 did not finish within 20 s"):
+        spawn_ranks(hang_on_rank, 1, world_size=2, timeout_s=20)
+    assert time.monotonic() - began < 45
     assert not multiprocessing.active_children()
 
 
