@@ -391,8 +391,9 @@ def _pdl_on(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device) >= (9, 0)
 
 
-def _pdl(x: Tensor) -> bool:
-    """Every kernel here is launched with programmatic dependent launch on x's device when it has
+def _pdl(x: Tensor) -> dict[str, bool]:
+    """The launch keywords ``PDL`` (the kernel's constexpr) and ``launch_pdl`` (Triton's launch
+    option), both on or both off. Every kernel here is launched with programmatic dependent launch on x's device when it has
     compute capability 9.0 or more (Hopper on; the PTX needs it). Each kernel waits for its
     predecessor at its start (``_await_inputs``) and never triggers its successor early, so a
     successor is launched as its predecessor's last programs finish instead of after the launch
@@ -403,7 +404,8 @@ def _pdl(x: Tensor) -> bool:
     (``gdc_launch_dependents`` after the wait) was slower: 4.756, 5.203 and 5.408 ms; adding an
     L2 prefetch of each program's first 4 or 8 KiB of weight rows before the wait made B = 1
     5.953 and 7.517 ms."""
-    return _pdl_on(x.device)
+    on = _pdl_on(x.device)
+    return {"PDL": on, "launch_pdl": on}
 
 
 def _wide(x: Tensor) -> bool:
@@ -430,7 +432,7 @@ def add_rms_norm(
     _add_rms_norm_kernel[(rows,)](
         x, d, weight, total, out, hidden, 1.0 / hidden, eps, x.stride(0), d.stride(0),
         HAS_DELTA=delta is not None, WIDE=_wide(x), BLOCK=triton.next_power_of_2(hidden),
-        num_warps=8 if hidden >= 2048 else 4, enable_fp_fusion=False, PDL=_pdl(x), launch_pdl=_pdl(x),
+        num_warps=8 if hidden >= 2048 else 4, enable_fp_fusion=False, **_pdl(x),
     )  # fmt: skip
     return total, out
 
@@ -456,7 +458,7 @@ def rope_write_cache(
     _rope_write_kernel[(rows, heads)](
         k, v, cos, sin, slots, key_cache, value_cache, k.stride(0), k.stride(1), v.stride(0), v.stride(1),
         heads, head_dim, WIDE=_wide(k), BLOCK_D=triton.next_power_of_2(head_dim), enable_fp_fusion=False,
-        PDL=_pdl(k), launch_pdl=_pdl(k),
+        **_pdl(k),
     )  # fmt: skip
 
 
@@ -505,7 +507,7 @@ def decode_attention(
             q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc, out,
             q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits, per_split,
             GROUP=group, BLOCK_G=max(16, triton.next_power_of_2(group)), BLOCK_D=block_d, BLOCK_N=block_n,
-            DIRECT=splits == 1, num_warps=warps, enable_fp_fusion=False, PDL=_pdl(q), launch_pdl=_pdl(q),
+            DIRECT=splits == 1, num_warps=warps, enable_fp_fusion=False, **_pdl(q),
         )  # fmt: skip
         if splits == 1:
             return out
@@ -514,13 +516,12 @@ def decode_attention(
             q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc,
             q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits,
             WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, GROUP=group,
-            BLOCK_G=triton.next_power_of_2(group), num_warps=warps, enable_fp_fusion=False, PDL=_pdl(q),
-            launch_pdl=_pdl(q),
+            BLOCK_G=triton.next_power_of_2(group), num_warps=warps, enable_fp_fusion=False, **_pdl(q),
         )  # fmt: skip
     _attention_combine_kernel[(rows, q_heads)](
         m, denom, acc, real, out, q_heads, head_dim, splits,
         WIDE=_wide(q), BLOCK_S=triton.next_power_of_2(splits), BLOCK_D=block_d, enable_fp_fusion=False,
-        PDL=_pdl(q), launch_pdl=_pdl(q),
+        **_pdl(q),
     )  # fmt: skip
     return out
 
@@ -552,7 +553,7 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
     out = torch.empty((rows, inter), dtype=gate_up.dtype, device=gate_up.device)
     _silu_mul_kernel[(rows, triton.cdiv(inter, SILU_BLOCK))](
         gate_up, out, inter, gate_up.stride(0), WIDE=_wide(gate_up), BLOCK=SILU_BLOCK, enable_fp_fusion=False,
-        PDL=_pdl(gate_up), launch_pdl=_pdl(gate_up),
+        **_pdl(gate_up),
     )  # fmt: skip
     return out
 
@@ -582,7 +583,7 @@ def _skinny(x: Tensor, weight: Tensor, *, gated: bool = False) -> Tensor:
     _skinny_linear_kernel[(triton.cdiv(n_out, block_n),)](
         x, weight, y, rows, n_out, k_in, x.stride(0), BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
         GATED=gated, num_warps=4, num_stages=stages, enable_fp_fusion=not gated,  # SiLU as silu_mul: no FMAs
-        PDL=_pdl(x), launch_pdl=_pdl(x),
+        **_pdl(x),
     )  # fmt: skip
     return y
 

@@ -45,7 +45,7 @@ try:
     import triton.language as tl
     from triton.language.extra import libdevice
 
-    from arctic_ref.spec.torch_philox import exponential_of_word, philox_block, uniform64_at
+    from arctic_ref.spec.torch_philox import exponential_of_word, philox_block, uniform_from_state
 
     TRITON_AVAILABLE: Final = True
 except ImportError:  # pragma: no cover - CPU-only installs
@@ -234,13 +234,6 @@ if TRITON_AVAILABLE:
         return last
 
     @triton.jit
-    def _uniform_from_state(state_ptr, row, stride_u):  # type: ignore[no-untyped-def]
-        """torch's float64 ``rand`` value ``row`` from the seed and offset at ``state_ptr``, read
-        volatile (.cv): they may be pinned host memory the host rewrites between launches."""
-        seed = tl.load(state_ptr, cache_modifier=".cv")
-        return uniform64_at(seed, tl.load(state_ptr + 1, cache_modifier=".cv"), row, stride_u)
-
-    @triton.jit
     def _verify_row(  # type: ignore[no-untyped-def]
         logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
         accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u,
@@ -267,7 +260,7 @@ if TRITON_AVAILABLE:
         if HAS_Q:
             q = tl.load(q_ptr + row * vocab + d)
         if DRAWN:  # noqa: SIM108 - a constexpr choice between two codes
-            u = _uniform_from_state(state_ptr, row, stride_u)
+            u = uniform_from_state(state_ptr, row, stride_u)
         else:
             u = tl.load(u_ptr + row)
         ratio = _div(pd, q)
@@ -299,13 +292,14 @@ if TRITON_AVAILABLE:
         req = tl.program_id(0)
         j = tl.program_id(1)
         part = tl.program_id(2)
+        first = (req == 0) & (j == 0) & (part == 0)
         if COPY_SLOT:  # noqa: SIM102 - a constexpr test, then a runtime one
-            if (req == 0) & (j == 0) & (part == 0):
+            if first:
                 three = tl.arange(0, 4)
                 held = tl.load(slot_from_ptr + three, mask=three < 3, cache_modifier=".cv")
                 tl.store(slot_to_ptr + three, held, mask=three < 3)
         if CHECK:  # noqa: SIM102 - a constexpr test, then a runtime one (Triton compiles them apart)
-            if (req == 0) & (j == 0) & (part == 0):  # 128 lanes: see _check_rules on registers
+            if first:  # 128 lanes: see _check_rules on registers
                 _check_rules(check_cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
                              ALL_GREEDY, ALL_RANDOM, 128)  # fmt: skip
         begin, end = _request_rows(cu_ptr, req)
@@ -723,8 +717,7 @@ def _check_slot_from(slot_from: Tensor, out_slot: Tensor | None, drawn: DrawnNoi
             or tuple(slot_from.shape) != (3,):  # fmt: skip
         raise ValueError(f"slot_from: pinned host int64 [3], got {slot_from.dtype} {tuple(slot_from.shape)} on "
                          f"{slot_from.device} (pinned: {slot_from.is_pinned()})")  # fmt: skip
-    if out_slot is None or drawn is None or drawn.state.data_ptr() != out_slot.data_ptr() + 8 \
-            or not out_slot.is_contiguous():  # fmt: skip
+    if out_slot is None or drawn is None or drawn.state.data_ptr() != out_slot.data_ptr() + 8:
         raise ValueError("slot_from needs out_slot and drawn noise whose state follows out_slot's element "
                          f"(views [0:1] and [1:3] of one int64 [3]); out_slot given: {out_slot is not None}, "
                          f"drawn given: {drawn is not None}")  # fmt: skip

@@ -100,6 +100,13 @@ if TRITON_AVAILABLE:
         return tl.where(u == 1.0, 0.0, u)
 
     @triton.jit
+    def uniform_from_state(state_ptr, li, stride):  # type: ignore[no-untyped-def]
+        """``uniform64_at`` with the seed and offset at ``state_ptr`` (int64 [2]), read volatile (.cv):
+        they may be pinned host memory that the host rewrites between launches."""
+        seed = tl.load(state_ptr, cache_modifier=".cv")
+        return uniform64_at(seed, tl.load(state_ptr + 1, cache_modifier=".cv"), li, stride)
+
+    @triton.jit
     def _store_exponentials(e_ptr, seed, offset_e, t, numel_e, stride_e):  # type: ignore[no-untyped-def]
         """The four exponentials of thread slots ``t`` (call t div stride, thread t mod stride) of a
         draw at generator offset ``offset_e``, at their places in e (those below ``numel_e``)."""
@@ -126,7 +133,7 @@ if TRITON_AVAILABLE:
     def _state_uniforms_kernel(u_ptr, state_ptr, rows, stride_u, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
         """The uniforms drawn at the seed and offset in ``state`` (int64 [2] on the device)."""
         t = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(u_ptr + t, uniform64_at(tl.load(state_ptr), tl.load(state_ptr + 1), t, stride_u), mask=t < rows)
+        tl.store(u_ptr + t, uniform_from_state(state_ptr, t, stride_u), mask=t < rows)
 
     @triton.jit  # type: ignore[untyped-decorator]
     def _state_exponentials_kernel(  # type: ignore[no-untyped-def]
@@ -202,11 +209,10 @@ def draw_from_state(
         _state_uniforms_kernel[(triton.cdiv(uniforms.numel, THREADS),)](
             u, state, uniforms.numel, uniforms.stride, BLOCK=THREADS
         )
-    if exponential_stream is not None:
-        exponential_stream.wait_stream(torch.cuda.current_stream(device))
     programs = torch.cuda.get_device_properties(device).multi_processor_count
     blocks = triton.cdiv(exponentials.stride * (exponentials.increment // 4), STATE_DRAW_BLOCK)
     if exponential_stream is not None:
+        exponential_stream.wait_stream(torch.cuda.current_stream(device))
         e.record_stream(exponential_stream)
     with torch.cuda.stream(exponential_stream):  # no-op for None
         _state_exponentials_kernel[(programs,)](
