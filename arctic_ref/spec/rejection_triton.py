@@ -296,7 +296,7 @@ if TRITON_AVAILABLE:
         if COPY_SLOT:  # noqa: SIM102 - a constexpr test, then a runtime one
             if first:
                 three = tl.arange(0, 4)
-                held = tl.load(slot_from_ptr + three, mask=three < 3, cache_modifier=".cv")
+                held = tl.load(slot_from_ptr + three, mask=three < 3, volatile=True)  # see uniform_from_state
                 tl.store(slot_to_ptr + three, held, mask=three < 3)
         if CHECK:  # noqa: SIM102 - a constexpr test, then a runtime one (Triton compiles them apart)
             if first:  # 128 lanes: see _check_rules on registers

@@ -101,10 +101,12 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def uniform_from_state(state_ptr, li, stride):  # type: ignore[no-untyped-def]
-        """``uniform64_at`` with the seed and offset at ``state_ptr`` (int64 [2]), read volatile (.cv):
-        they may be pinned host memory that the host rewrites between launches."""
-        seed = tl.load(state_ptr, cache_modifier=".cv")
-        return uniform64_at(seed, tl.load(state_ptr + 1, cache_modifier=".cv"), li, stride)
+        """``uniform64_at`` with the seed and offset at ``state_ptr`` (int64 [2]), by volatile loads
+        (``ld.volatile``): they may be pinned host memory that the host rewrites between launches.
+        (Triton 3.6 compiles ``cache_modifier=".cv"`` to a plain ``ld.global``; ``volatile=True`` is
+        what reaches the PTX.)"""
+        seed = tl.load(state_ptr, volatile=True)
+        return uniform64_at(seed, tl.load(state_ptr + 1, volatile=True), li, stride)
 
     @triton.jit
     def _store_exponentials(e_ptr, seed, offset_e, t, numel_e, stride_e):  # type: ignore[no-untyped-def]
