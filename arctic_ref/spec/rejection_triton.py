@@ -6,16 +6,16 @@ Two launches, about 1.25 reads of the logits instead of a softmax materialised a
 1. ``_stats_verify_kernel``, per draft row and ``STATS_CHUNK`` columns, one read: the online-softmax
    statistics m (max of x/τ) and s (Σ exp(x/τ − m)) of the chunk, or its raw argmax (greedy rows);
    the row's last chunk program to finish merges the chunks in chunk order and computes
-   p(d) = exp(x_d/τ − m) / s and the acceptance (``_verify_row``). With ``ValueChecks``, program
-   (0, 0, 0) also checks the input values (``_check_rules``).
+   p(d) = exp(x_d/τ − m) / s and the acceptance (``_verify_row``); the request's last row to be
+   verified marks its accepted prefix and race row (``_mark_race_row``). With ``ValueChecks``,
+   program (0, 0, 0) also checks the input values (``_check_rules``).
 2. ``_race_finish_kernel``, per request and vocabulary chunk: the exponential race over the
-   residual of the request's first rejected row (one more read of that row and of the request's E
-   row); the request's last chunk program picks the winner over chunks and writes the left-packed
-   output row (``_finish_request``) and, with ``ValueChecks``, raises the NaN flag.
+   residual of the request's race row (one more read of that row and of the request's E row); the
+   request's last chunk program picks the winner over chunks and writes the left-packed output row
+   (``_finish_request``) and, with ``ValueChecks``, raises the NaN flag.
 
 With ``DrawnNoise`` the kernels draw u and E themselves (``torch_philox``: torch's own values from
-the default generator's seed and offset): the first launch draws each row's u and marks each
-request's race row (``_mark_race_row``); the second, ``_race_draw_kernel``, runs over Philox blocks,
+the default generator's seed and offset): the first launch draws each row's u; the second, ``_race_draw_kernel``, runs over Philox blocks,
 each of whose four words is a segment of the [B · V] exponentials, and publishes each request's best
 (score, column) as one int64 with a relaxed atomic max; a third, ``_finish_drawn_kernel``, writes the
 rows.
@@ -279,14 +279,16 @@ if TRITON_AVAILABLE:
         check_cu_ptr, expected_ptr, flags_ptr, num_reqs, total, state_ptr, stride_u, race_row_ptr, accepted_ptr,
         req_counter_ptr, slot_from_ptr, slot_to_ptr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
         CHUNKS: tl.constexpr, BLOCK: tl.constexpr, CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr,
-        ALL_RANDOM: tl.constexpr, DRAWN: tl.constexpr, COPY_SLOT: tl.constexpr,
+        ALL_RANDOM: tl.constexpr, DRAWN: tl.constexpr, COPY_SLOT: tl.constexpr, COLS: tl.constexpr,
     ):  # fmt: skip
         """Program (i, j, c): ``_partial`` of row j of request i over chunk c; the row's last chunk
         program to finish verifies the row (``_verify_row``, partials merged in chunk order). With
         ``CHECK``, program (0, 0, 0) also writes the value rules' bits to ``flags[0]`` and zeroes the
-        NaN flag ``flags[1]``, which ``_race_finish_kernel`` raises. ``DRAWN``: u drawn in the
-        kernel, and the request's last row to be verified marks its race row (``_mark_race_row``;
-        program (i, 0, 0) of a request without rows marks it none). ``COPY_SLOT``: program (0, 0, 0)
+        NaN flag ``flags[1]``, which ``_race_finish_kernel`` raises. The request's last row to be
+        verified marks its accepted prefix and race row (``_mark_race_row``; program (i, 0, 0) of a
+        request without rows marks it none), which the later launches read (a prefix per request,
+        computed once: each race program reading the flags row by row waited out one L2 latency per
+        row). ``DRAWN``: u drawn in the kernel. ``COPY_SLOT``: program (0, 0, 0)
         copies the three int64 at ``slot_from_ptr`` (pinned host memory) to ``slot_to_ptr``, for the
         later launches."""
         req = tl.program_id(0)
@@ -296,7 +298,7 @@ if TRITON_AVAILABLE:
         if COPY_SLOT:  # noqa: SIM102 - a constexpr test, then a runtime one
             if first:
                 three = tl.arange(0, 4)
-                held = tl.load(slot_from_ptr + three, mask=three < 3, volatile=True)  # see uniform_from_state
+                held = tl.load(slot_from_ptr + three, mask=three < 3)  # plain loads: see uniform_from_state
                 tl.store(slot_to_ptr + three, held, mask=three < 3)
         if CHECK:  # noqa: SIM102 - a constexpr test, then a runtime one (Triton compiles them apart)
             if first:  # 128 lanes: see _check_rules on registers
@@ -313,25 +315,23 @@ if TRITON_AVAILABLE:
                     accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u, HAS_TEMP,
                     HAS_Q, CHUNKS, DRAWN,
                 )  # fmt: skip
-                if DRAWN:  # noqa: SIM102 - a constexpr test, then a runtime one
-                    if _last_to_arrive(req_counter_ptr + req, end - begin):
-                        _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, end - begin,
-                                       HAS_TEMP)  # fmt: skip
-        elif DRAWN:  # noqa: SIM102
+                if _last_to_arrive(req_counter_ptr + req, end - begin):
+                    _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, end - begin, HAS_TEMP,
+                                   COLS)  # fmt: skip
+        else:
             if (j == 0) & (part == 0):
                 tl.store(accepted_ptr + req, 0)
                 tl.store(race_row_ptr + req, -1)
 
     @triton.jit
-    def _accepted_prefix(accept_ptr, begin, n):  # type: ignore[no-untyped-def]
-        """The length of rows [begin, begin + n)'s all-accepted prefix. Read through L2 (.cg): in
-        ``_mark_race_row`` other programs of the same launch wrote the flags."""
-        accepted = 0
-        prefix_ok = 1
-        for j in range(0, n):
-            prefix_ok = prefix_ok & (tl.load(accept_ptr + begin + j, cache_modifier=".cg") != 0).to(tl.int32)
-            accepted += prefix_ok
-        return accepted
+    def _accepted_prefix(accept_ptr, begin, n, COLS: tl.constexpr):  # type: ignore[no-untyped-def]
+        """The length of rows [begin, begin + n)'s all-accepted prefix (n < ``COLS``): one load of the n
+        flags and one reduction (a loop over the rows waited out one L2 latency per row). Read through
+        L2 (.cg): other programs of the same launch wrote the flags."""
+        cols = tl.arange(0, COLS)
+        inside = cols < n
+        flags = tl.load(accept_ptr + begin + cols, mask=inside, other=1, cache_modifier=".cg")
+        return tl.min(tl.where(inside & (flags == 0), cols, n), axis=0)
 
     @triton.jit
     def _race_score(x, e, q, offs, mask, d, m, s, tau, RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr):  # type: ignore[no-untyped-def]
@@ -373,14 +373,14 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _race_chunk(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr, part_index_ptr,
-        req, part, begin, end, vocab, stride, chunk, CHUNKS: tl.constexpr, HAS_TEMP: tl.constexpr,
-        HAS_Q: tl.constexpr, BLOCK: tl.constexpr,
+        logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, race_row_ptr, part_score_ptr, part_index_ptr,
+        req, part, vocab, stride, chunk, CHUNKS: tl.constexpr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
+        BLOCK: tl.constexpr,
     ):  # fmt: skip
-        """The exponential race of request ``req``'s rejected row over vocabulary chunk ``part``.
-        Partial results: the best residual score and index, and the best p-score and index (the
-        degenerate-residual fallback)."""
-        accepted = _accepted_prefix(accept_ptr, begin, end - begin)
+        """The exponential race of request ``req``'s rejected row (its ``race_row``, marked by the
+        first launch; -1: none) over vocabulary chunk ``part``. Partial results: the best residual
+        score and index, and the best p-score and index (the degenerate-residual fallback)."""
+        row = tl.load(race_row_ptr + req).to(tl.int64)
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
@@ -388,8 +388,7 @@ if TRITON_AVAILABLE:
         best_index = 0
         fallback = -2.0
         fallback_index = 0
-        if (accepted < end - begin) & (tau >= 1e-5):
-            row = begin + accepted
+        if row >= 0:
             m = tl.load(m_ptr + row)
             s = tl.load(s_ptr + row)
             d = tl.load(draft_ptr + row)
@@ -422,23 +421,24 @@ if TRITON_AVAILABLE:
         tl.store(row_out + accepted, final.to(tl.int32))
 
     @triton.jit
-    def _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end):  # type: ignore[no-untyped-def]
-        """The call's NaN flag raised if any of rows [begin, end) is bad."""
-        bad = 0
-        for r in range(begin, end):
-            bad = tl.maximum(bad, tl.load(bad_ptr + r).to(tl.int32))
+    def _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end, COLS: tl.constexpr):  # type: ignore[no-untyped-def]
+        """The call's NaN flag raised if any of rows [begin, end) (end − begin < ``COLS``) is bad (one
+        load, as ``_accepted_prefix``)."""
+        cols = tl.arange(0, COLS)
+        bad = tl.max(tl.load(bad_ptr + begin + cols, mask=cols < end - begin, other=0).to(tl.int32), axis=0)
         if bad > 0:
             tl.store(nan_flag_ptr, 1)  # every writer writes 1: a store suffices, also to pinned host memory
 
     @triton.jit
     def _finish_request(  # type: ignore[no-untyped-def]
-        temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
+        temp_ptr, draft_ptr, accepted_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
         req, begin, end, out_cols, HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, COLS: tl.constexpr,
     ):  # fmt: skip
-        """Request ``req``'s first rejection, its final token (bonus, greedy argmax, or the race's
-        winner: the first chunk's among equal scores) and the whole left-packed output row."""
+        """Request ``req``'s first rejection (its accepted prefix, marked by the first launch), its
+        final token (bonus, greedy argmax, or the race's winner: the first chunk's among equal
+        scores) and the whole left-packed output row."""
         n = end - begin
-        accepted = _accepted_prefix(accept_ptr, begin, n)
+        accepted = tl.load(accepted_ptr + req).to(tl.int64)
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
@@ -463,8 +463,8 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _race_finish_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, argmax_ptr, bonus_ptr,
-        bad_ptr, part_score_ptr, part_index_ptr, request_counter_ptr, out_ptr, out_slot_ptr, nan_flag_ptr, vocab,
+        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, race_row_ptr, accepted_ptr, argmax_ptr,
+        bonus_ptr, bad_ptr, part_score_ptr, part_index_ptr, request_counter_ptr, out_ptr, out_slot_ptr, nan_flag_ptr, vocab,
         stride, chunk, out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
         BLOCK: tl.constexpr, COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr, OUT_FROM_SLOT: tl.constexpr,
     ):  # fmt: skip
@@ -475,25 +475,27 @@ if TRITON_AVAILABLE:
         req = tl.program_id(0)
         part = tl.program_id(1)
         begin, end = _request_rows(cu_ptr, req)
-        _race_chunk(logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, accept_ptr, part_score_ptr,
-                    part_index_ptr, req, part, begin, end, vocab, stride, chunk, CHUNKS, HAS_TEMP, HAS_Q, BLOCK)  # fmt: skip
+        _race_chunk(logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, race_row_ptr, part_score_ptr,
+                    part_index_ptr, req, part, vocab, stride, chunk, CHUNKS, HAS_TEMP, HAS_Q, BLOCK)  # fmt: skip
         if _last_to_arrive(request_counter_ptr + req, CHUNKS):
             if OUT_FROM_SLOT:
                 out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
-            _finish_request(temp_ptr, draft_ptr, accept_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr,
+            _finish_request(temp_ptr, draft_ptr, accepted_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr,
                             out_ptr, req, begin, end, out_cols, HAS_TEMP, CHUNKS, COLS)  # fmt: skip
             if HAS_NAN_FLAG:
-                _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end)
+                _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end, COLS)
 
     @triton.jit
-    def _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, n, HAS_TEMP: tl.constexpr):  # type: ignore[no-untyped-def]
+    def _mark_race_row(  # type: ignore[no-untyped-def]
+        accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, n, HAS_TEMP: tl.constexpr, COLS: tl.constexpr
+    ):  # fmt: skip
         """Request ``req``'s accepted prefix and the row its race runs on (its first rejected row; -1
         if none or greedy), from the acceptances other programs of this launch wrote (read through L2)."""
-        accepted = _accepted_prefix(accept_ptr, begin, n)
+        accepted = _accepted_prefix(accept_ptr, begin, n, COLS)
         tau = 1.0
         if HAS_TEMP:
             tau = tl.load(temp_ptr + req)
-        tl.store(accepted_ptr + req, accepted)
+        tl.store(accepted_ptr + req, accepted.to(tl.int32))
         tl.store(race_row_ptr + req, tl.where((accepted < n) & (tau >= 1e-5), begin + accepted, -1).to(tl.int32))
 
     @triton.jit
@@ -547,7 +549,7 @@ if TRITON_AVAILABLE:
         tl.store(fallback_ptr + req, 0)
         _write_row(draft_ptr, out_ptr, req, begin, accepted, final, out_cols, COLS)
         if HAS_NAN_FLAG:
-            _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end)
+            _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end, COLS)
 
     @triton.jit
     def _finish_drawn_kernel(  # type: ignore[no-untyped-def]
@@ -905,15 +907,18 @@ def fused_kernels(
     has_temp, has_q = temperature is not None, draft_probs is not None
     block, warps = _stats_launch(rows, block, warps)
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, device)
+    cols = triton.next_power_of_2(max_spec_len + 1)  # a request's rows and its output row fit
     flags = checks.flags if checks is not None else m
-    drawn_args: tuple[object, ...] = (m, 1, m, m, counters)  # unread without DRAWN
-    race_row = accepted = m
+    race_row = torch.empty(max(num_reqs, 1), dtype=torch.int32, device=device)  # marked by the first launch
+    accepted = torch.empty_like(race_row)
+    marks = (race_row, accepted, counters[rows:])
+    drawn_args: tuple[object, ...] = (m, 1, *marks)  # the state is unread without DRAWN
+    slots = 1
     if drawn is not None:
-        race_row = torch.empty(num_reqs, dtype=torch.int32, device=device)
-        accepted = torch.empty_like(race_row)
+        slots = drawn_race_block(drawn.exponentials.stride, vocab)
         state = drawn.state if slot_from is None else slot_from[1:]  # the first launch reads it there
-        drawn_args = (state, drawn.uniforms.stride, race_row, accepted, counters[rows:])
-    if rows or checks is not None or drawn is not None:
+        drawn_args = (state, drawn.uniforms.stride, *marks)
+    if num_reqs:  # the marks are read later even where no request has rows
         _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
             logits, temp, cu, drafts, m if uniforms is None else uniforms, q, part_m, part_s, part_i, m, s, accept,
             argmax, bad, counters, vocab, logits.stride(0), STATS_CHUNK, nchunks,
@@ -922,16 +927,14 @@ def fused_kernels(
             HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=block,
             CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
             ALL_RANDOM=checks is not None and checks.all_random, DRAWN=drawn is not None,
-            COPY_SLOT=slot_from is not None, num_warps=warps,
+            COPY_SLOT=slot_from is not None, COLS=cols, num_warps=warps,
         )  # fmt: skip
     if exponential_stream is not None:
         torch.cuda.current_stream(device).wait_stream(exponential_stream)
     bonus = bonus_token_ids.contiguous()
-    cols = triton.next_power_of_2(max_spec_len + 1)
     out_from = out if out_slot is None else out_slot
     if drawn is not None:
         layout = drawn.exponentials
-        slots = drawn_race_block(layout.stride, vocab)
         bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device) if race_bests is None else race_bests
         _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
             logits, temp, drafts, q, m, s, race_row, bests, bests[num_reqs:], drawn.state, num_reqs, vocab,
@@ -947,7 +950,7 @@ def fused_kernels(
     scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
     indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     _race_finish_kernel[(num_reqs, chunks)](
-        logits, temp, cu, drafts, q, exponentials, m, s, accept, argmax, bonus, bad, scores, indices,
+        logits, temp, cu, drafts, q, exponentials, m, s, race_row, accepted, argmax, bonus, bad, scores, indices,
         counters[rows:], out, out_from, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, chunks),
         max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=chunks, BLOCK=race_block, COLS=cols,
         HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps,
