@@ -15,10 +15,10 @@ Two launches, about 1.25 reads of the logits instead of a softmax materialised a
    (``_finish_request``) and, with ``ValueChecks``, raises the NaN flag.
 
 With ``DrawnNoise`` the kernels draw u and E themselves (``torch_philox``: torch's own values from
-the default generator's seed and offset): the first launch draws each row's u; the second, ``_race_draw_kernel``, runs over Philox blocks,
-each of whose four words is a segment of the [B · V] exponentials, and publishes each request's best
-(score, column) as one int64 with a relaxed atomic max; a third, ``_finish_drawn_kernel``, writes the
-rows.
+the default generator's seed and offset): the first launch draws each row's u; the second,
+``_race_draw_kernel``, runs over Philox blocks, each of whose four words is a segment of the [B · V]
+exponentials, and publishes each request's best (score, column) as one int64 with a relaxed atomic
+max; a third, ``_finish_drawn_kernel``, writes the rows.
 
 "Last to finish" is an arrival counter per row or request (``_last_to_arrive``): a barrier, then an
 acquire-release atomic increment; the last arrival resets the counter to zero for the next launch
@@ -913,9 +913,7 @@ def fused_kernels(
     accepted = torch.empty_like(race_row)
     marks = (race_row, accepted, counters[rows:])
     drawn_args: tuple[object, ...] = (m, 1, *marks)  # the state is unread without DRAWN
-    slots = 1
     if drawn is not None:
-        slots = drawn_race_block(drawn.exponentials.stride, vocab)
         state = drawn.state if slot_from is None else slot_from[1:]  # the first launch reads it there
         drawn_args = (state, drawn.uniforms.stride, *marks)
     if num_reqs:  # the marks are read later even where no request has rows
@@ -935,6 +933,7 @@ def fused_kernels(
     out_from = out if out_slot is None else out_slot
     if drawn is not None:
         layout = drawn.exponentials
+        slots = drawn_race_block(layout.stride, vocab)
         bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device) if race_bests is None else race_bests
         _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
             logits, temp, drafts, q, m, s, race_row, bests, bests[num_reqs:], drawn.state, num_reqs, vocab,
