@@ -23,6 +23,8 @@ from arctic_ref.model.triton_ops import (
     decode_attention,
     gated_linear,
     linear,
+    qkv_block,
+    qkv_write_cache,
     rope_write_cache,
     silu_mul,
 )
@@ -126,6 +128,78 @@ def test_gated_linear_equals_silu_mul_of_linear(rows: int, inter: int, k_in: int
     assert torch.equal(ours, silu_mul(linear(x, w)))
     with pytest.raises(ValueError, match="must be"):
         gated_linear(x, w[1:])
+
+
+@pytest.mark.parametrize("rows", [1, 5, 16, 17])
+@pytest.mark.parametrize(("q_heads", "kv_heads", "head_dim", "k_in"), [(8, 2, 128, 512), (4, 4, 64, 96), (6, 2, 32, 64), (4, 2, 16, 64)])
+def test_qkv_write_cache_equals_linear_then_rope_write(rows: int, q_heads: int, kv_heads: int, head_dim: int,
+                                                       k_in: int) -> None:  # fmt: skip
+    """The fused qkv projection with the cache write (up to 16 bf16 rows and half a head a multiple
+    of 16: one kernel; otherwise the two ops) gives ``linear``'s qkv and ``rope_write_cache``'s
+    cache bit for bit: every slot, unwritten ones NaN, a pad row (slot −1) writing nothing."""
+    g = torch.Generator(device=CUDA).manual_seed(rows * head_dim + q_heads)
+    dtype = torch.bfloat16
+    n_out = (q_heads + 2 * kv_heads) * head_dim
+    x = torch.randn(rows, k_in, generator=g, device=CUDA).to(dtype)
+    w = (torch.randn(n_out, k_in, generator=g, device=CUDA) / k_in**0.5).to(dtype)
+    positions = torch.randint(0, 5000, (rows,), generator=g, device=CUDA)
+    cos, sin = rope_tables(positions, head_dim, 500_000.0, dtype)
+    slots = torch.randperm(4 * BLOCK_SIZE, generator=g, device=CUDA)[:rows] + BLOCK_SIZE
+    slots[rows // 2] = -1
+    caches = [KVCache.allocate(layers=1, num_blocks=6, heads=kv_heads, head_dim=head_dim, dtype=dtype, device=CUDA)
+              for _ in range(2)]  # fmt: skip
+    ours = qkv_write_cache(x, w, cos, sin, slots, caches[0].keys[0], caches[0].values[0])
+    want = linear(x, w)
+    kv = kv_heads * head_dim
+    k = want[:, n_out - 2 * kv : n_out - kv].view(rows, kv_heads, head_dim)
+    v = want[:, n_out - kv :].view(rows, kv_heads, head_dim)
+    rope_write_cache(k, v, cos, sin, slots, caches[1].keys[0], caches[1].values[0])
+    assert torch.equal(ours, want)
+    for got, ref in ((caches[0].keys[0], caches[1].keys[0]), (caches[0].values[0], caches[1].values[0])):
+        assert torch.equal(got.isnan(), ref.isnan()) and int((~got.isnan()).sum()) == (rows - 1) * kv
+        assert torch.equal(got.nan_to_num(7.0), ref.nan_to_num(7.0))
+
+
+def test_qkv_block_needs_sixteen_columns_per_half_head() -> None:
+    assert [qkv_block(d) for d in (16, 32, 64, 96, 128, 256, 48)] == [0, 16, 32, 16, 32, 32, 0]
+
+
+def test_qkv_write_cache_rejects_bad_shapes_before_writing() -> None:
+    dtype = torch.bfloat16
+    cache = KVCache.allocate(layers=1, num_blocks=2, heads=2, head_dim=32, dtype=dtype, device=CUDA)
+    before = cache.keys[0].clone()
+    x = torch.zeros(2, 64, dtype=dtype, device=CUDA)
+    cos = torch.zeros(2, 32, dtype=dtype, device=CUDA)
+    slots = torch.tensor([16, 17], device=CUDA)
+    with pytest.raises(ValueError, match=r"weight \(128, 64\) is not \[q; k; v\]"):
+        qkv_write_cache(x, torch.zeros(128, 64, dtype=dtype, device=CUDA), cos, cos, slots, cache.keys[0], cache.values[0])
+    with pytest.raises(ValueError, match="do not chain"):
+        qkv_write_cache(x, torch.zeros(256, 32, dtype=dtype, device=CUDA), cos, cos, slots, cache.keys[0], cache.values[0])
+    with pytest.raises(ValueError, match=r"slots \(3,\) for 2 rows"):
+        qkv_write_cache(x, torch.zeros(256, 64, dtype=dtype, device=CUDA), cos, cos, torch.tensor([16, 17, 18], device=CUDA),
+                        cache.keys[0], cache.values[0])  # fmt: skip
+    assert torch.equal(cache.keys[0].nan_to_num(7.0), before.nan_to_num(7.0))
+
+
+def test_fused_forward_with_qkv_write_equals_the_two_ops() -> None:
+    """bf16, head_dim 64 (the fused qkv kernel applies up to 16 rows): a 40-row chunked prefill (the
+    two ops) then an 11-row verify/decode step (the fused kernel); the same hidden states and
+    caches bit for bit as ``TRITON_OPS`` without ``qkv_write_cache``."""
+    config = replace(tiny_config(), head_dim=64)
+    packed = pack_projections(LlamaShard(config, random_weights_on(config, 0, torch.bfloat16, CUDA), 0, 1))
+    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
+                               head_dim=config.head_dim, dtype=torch.bfloat16, device=CUDA) for _ in range(2)]  # fmt: skip
+    g = torch.Generator().manual_seed(6)
+    history = {0: 0, 1: 0, 2: 0}
+    for counts in ([20, 7, 13], [1, 4, 3]):
+        inputs = mixed_step(counts, history, config.vocab_size, g, 3, CUDA)
+        plan = plan_step(sum(counts) + 3, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(),
+                         groups=GROUPS)  # fmt: skip
+        fused = fused_forward(packed, inputs, caches[0], plan, TRITON_OPS)
+        apart = fused_forward(packed, inputs, caches[1], plan, replace(TRITON_OPS, qkv_write_cache=None))
+        assert torch.equal(fused, apart)
+    for ours, ref in zip((*caches[0].keys, *caches[0].values), (*caches[1].keys, *caches[1].values), strict=True):
+        assert torch.equal(ours.nan_to_num(7.0), ref.nan_to_num(7.0))
 
 
 def _attention_case(

@@ -2,11 +2,12 @@
 layer, for CUDA graphs on a GPU. Same collectives, same plan, same cache layout; packed projections
 (vLLM's ``qkv_proj`` and ``gate_up_proj``), so a decode step reads each weight once in four GEMMs
 per layer; the layer math in five operations of a ``LayerOps`` value (the GEMMs are its
-``linear``, and ``gated_linear`` for gate_up with SiLU·up): ``TRITON_OPS`` (Triton kernels; ``--kernels triton``) or
+``linear``, and ``gated_linear`` for gate_up with SiLU·up; a kernel set may add ``qkv_write_cache``): ``TRITON_OPS`` (Triton kernels; ``--kernels triton``) or
 ``TORCH_OPS`` (the reference's torch functions, any device; ``--kernels packed``), with which this
 forward's structure is checked in every layout on the CPU.
 
-Per layer: add+RMSNorm → qkv GEMM → [Ulysses exchange of raw q, k, v] → RoPE(k) + cache write →
+Per layer: add+RMSNorm → qkv GEMM → [Ulysses exchange of raw q, k, v] → RoPE(k) + cache write (in
+the qkv GEMM's epilogue where there is no exchange and the op set has ``qkv_write_cache``) →
 RoPE(q) + split attention (+ combine) → [inverse exchange] → o GEMM → TP all-reduce → add+RMSNorm →
 gate_up GEMM with SiLU·up → down GEMM → TP all-reduce. RoPE comes after the exchange (it acts per row
 and head, so it commutes with the exchange), with cos/sin of all N rows.
@@ -87,17 +88,22 @@ def fused_forward(
     for layer in range(config.num_hidden_layers):
         p = f"model.layers.{layer}."
         x, h = ops.add_rms_norm(x, delta, model.w(p + "input_layernorm.weight"), eps)
-        qkv = ops.linear(h, model.w(p + QKV))
-        n = qkv.shape[0]
-        q, k, v = torch.split(qkv, [hq * d, hk * d, hk * d], dim=1)
-        q, k, v = q.view(n, hq, d), k.view(n, hk, d), v.view(n, hk, d)
-        if sp is not None:
-            k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
-            exchanged = plan.groups.exchange.seq_to_heads(pack_qkv(q, k, v, sp.size), sp)
-            q, k, v = unpack_qkv(exchanged, hq // sp.size, k.shape[1] // sp.size, d)
-        ops.rope_write_cache(k, v, cos, sin, inputs.slot_mapping, cache.keys[layer], cache.values[layer])
+        key_cache, value_cache = cache.keys[layer], cache.values[layer]
+        if sp is None and ops.qkv_write_cache is not None:
+            qkv = ops.qkv_write_cache(h, model.w(p + QKV), cos, sin, inputs.slot_mapping, key_cache, value_cache)
+            q = qkv[:, : hq * d].view(qkv.shape[0], hq, d)
+        else:
+            qkv = ops.linear(h, model.w(p + QKV))
+            n = qkv.shape[0]
+            q, k, v = torch.split(qkv, [hq * d, hk * d, hk * d], dim=1)
+            q, k, v = q.view(n, hq, d), k.view(n, hk, d), v.view(n, hk, d)
+            if sp is not None:
+                k, v = replicate_kv(k, sp.size), replicate_kv(v, sp.size)
+                exchanged = plan.groups.exchange.seq_to_heads(pack_qkv(q, k, v, sp.size), sp)
+                q, k, v = unpack_qkv(exchanged, hq // sp.size, k.shape[1] // sp.size, d)
+            ops.rope_write_cache(k, v, cos, sin, inputs.slot_mapping, key_cache, value_cache)
         o = ops.decode_attention(
-            q, cos, sin, inputs.positions, meta.context_slots, meta.real, cache.keys[layer], cache.values[layer]
+            q, cos, sin, inputs.positions, meta.context_slots, meta.real, key_cache, value_cache
         )
         o = o.reshape(o.shape[0], -1)
         if sp is not None:

@@ -20,6 +20,7 @@ RopeWriteCache = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tenso
 DecodeAttention = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
 GatedLinear = Callable[[Tensor, Tensor], Tensor]
 Linear = Callable[[Tensor, Tensor], Tensor]
+QkvWriteCache = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,11 @@ class LayerOps:
     ``rope_write_cache(k, v, cos, sin, slots, key_cache, value_cache)``;
     ``decode_attention(q, cos, sin, positions, context_slots, real, key_cache, value_cache)``;
     ``gated_linear(x, gate_up_weight) → silu(x · W_gateᵀ) · (x · W_upᵀ)`` (the packed [gate; up]
-    weight, each product rounded first); ``linear(x, weight) → x · weightᵀ`` (the projections)."""
+    weight, each product rounded first); ``linear(x, weight) → x · weightᵀ`` (the projections).
+    ``qkv_write_cache(x, qkv_weight, cos, sin, slots, key_cache, value_cache) → x · qkv_weightᵀ``,
+    optional: a kernel set's fusion of the qkv ``linear`` with ``rope_write_cache`` of its k and v
+    columns, which must give the bits of the two; the fused forward takes it where no Ulysses
+    exchange comes between them. ``TORCH_OPS`` has none: the two ops are the specification."""
 
     name: str
     add_rms_norm: AddRmsNorm
@@ -36,6 +41,7 @@ class LayerOps:
     decode_attention: DecodeAttention
     gated_linear: GatedLinear
     linear: Linear
+    qkv_write_cache: QkvWriteCache | None = None
 
 
 def torch_add_rms_norm(

@@ -15,6 +15,9 @@ with the reference's roundings.
   rows, the ``linear`` kernel with SiLU·up in its epilogue, otherwise ``linear`` then ``silu_mul``.
 * ``linear``: x·Wᵀ; up to 16 bfloat16 rows, one tensor-core kernel that reads each weight row once
   (float32 accumulation, as cuBLAS, summed in another order); otherwise torch's matmul.
+* ``qkv_write_cache``: the qkv ``linear`` and ``rope_write_cache`` of its k and v columns; up to 16
+  bfloat16 rows, the ``linear`` kernel with each program holding columns d and d + D/2 of one head,
+  so RoPE and the cache write happen in its epilogue (one launch fewer per layer, the same bits).
 
 Every kernel is launched with programmatic dependent launch on Hopper and later (``_pdl``).
 
@@ -333,35 +336,95 @@ if TRITON_AVAILABLE:
 
 
     @triton.jit
-    def _skinny_linear_kernel(  # type: ignore[no-untyped-def]
-        x_ptr, w_ptr, y_ptr, rows, n_out, k_in, x_stride,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr, PDL: tl.constexpr,
+    def _stream_rows(  # type: ignore[no-untyped-def]
+        x_ptr, w_rows, second, n_mask, rows, k_in, x_stride,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TWO: tl.constexpr,
     ):  # fmt: skip
-        """Program n: y[:, n·BLOCK_N : (n+1)·BLOCK_N] = x·Wᵀ for at most BLOCK_M rows of x, one
-        tensor-core product per BLOCK_K slice of the weight rows (read once, in order), float32
-        accumulation, one rounding to y's dtype. ``GATED``: W is [gate; up] (2·n_out rows) and y is
-        ``_silu_times`` of the two products, each rounded first (``silu_mul`` of ``linear``'s output:
-        the same K order per output, so the same bits)."""
-        _await_inputs(PDL)
-        n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        """(x·W[n]ᵀ, x·W[n + second]ᵀ) in float32 for at most BLOCK_M rows of x, where ``w_rows``
+        points at the BLOCK_N weight rows n (``n_mask`` marks the real ones) and ``second`` is an
+        element offset to a second group of rows (read only when ``TWO``; otherwise the second
+        product is zero): one tensor-core product per BLOCK_K slice of the rows, read once, in order.
+        The per-output K order depends only on BLOCK_K, so every caller gets ``linear``'s bits."""
         m = tl.arange(0, BLOCK_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        acc_up = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        w_rows = w_ptr + n[:, None].to(tl.int64) * k_in
+        acc_two = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         for k0 in range(0, k_in, BLOCK_K):
             k = k0 + tl.arange(0, BLOCK_K)
             x_mask = (m[:, None] < rows) & (k[None, :] < k_in)
-            x_offs = m[:, None] * x_stride + k[None, :]
-            x = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0)
-            w_mask = (n[:, None] < n_out) & (k[None, :] < k_in)
+            x = tl.load(x_ptr + m[:, None] * x_stride + k[None, :], mask=x_mask, other=0.0)
+            w_mask = n_mask[:, None] & (k[None, :] < k_in)
             acc = tl.dot(x, tl.trans(tl.load(w_rows + k[None, :], mask=w_mask, other=0.0)), acc)
-            if GATED:
-                up = tl.load(w_rows + n_out.to(tl.int64) * k_in + k[None, :], mask=w_mask, other=0.0)
-                acc_up = tl.dot(x, tl.trans(up), acc_up)
+            if TWO:
+                two = tl.load(w_rows + second + k[None, :], mask=w_mask, other=0.0)
+                acc_two = tl.dot(x, tl.trans(two), acc_two)
+        return acc, acc_two
+
+    @triton.jit
+    def _skinny_linear_kernel(  # type: ignore[no-untyped-def]
+        x_ptr, w_ptr, y_ptr, rows, n_out, k_in, x_stride, up_offset,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr, PDL: tl.constexpr,
+    ):  # fmt: skip
+        """Program n: y[:, n·BLOCK_N : (n+1)·BLOCK_N] = x·Wᵀ (``_stream_rows``), one rounding to
+        y's dtype. ``GATED``: W is [gate; up] (2·n_out rows, the up rows ``up_offset`` elements on)
+        and y is ``_silu_times`` of the two products, each rounded first (``silu_mul`` of
+        ``linear``'s output: the same K order per output, so the same bits)."""
+        _await_inputs(PDL)
+        n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        m = tl.arange(0, BLOCK_M)
+        acc, acc_up = _stream_rows(
+            x_ptr, w_ptr + n[:, None].to(tl.int64) * k_in, up_offset, n < n_out, rows, k_in,
+            x_stride, BLOCK_M, BLOCK_N, BLOCK_K, GATED,
+        )  # fmt: skip
         y = acc.to(y_ptr.dtype.element_ty)
         if GATED:
             y = _silu_times(y, acc_up.to(y_ptr.dtype.element_ty), False)
         tl.store(y_ptr + m[:, None] * n_out + n[None, :], y, mask=(m[:, None] < rows) & (n[None, :] < n_out))
+
+    @triton.jit
+    def _qkv_write_kernel(  # type: ignore[no-untyped-def]
+        x_ptr, w_ptr, y_ptr, cos_ptr, sin_ptr, slot_ptr, kc_ptr, vc_ptr, rows, n_out, k_in, x_stride, half_offset,
+        q_heads, kv_heads, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        PDL: tl.constexpr,
+    ):  # fmt: skip
+        """``linear``'s qkv = x·Wᵀ and ``rope_write_cache``'s cache write, in one pass over W. Program
+        (head, part) computes columns d and d + D/2 of the head for d in part·BLOCK_N + [0, BLOCK_N)
+        (``_stream_rows`` with two row groups), stores them to qkv and, for a key or value head,
+        writes (RoPE(k), v) of each row whose slot is ≥ 0 to the cache: the same bf16 products and
+        the same ``_rope`` arithmetic on them as the two separate ops, so the same bits."""
+        _await_inputs(PDL)
+        half: tl.constexpr = HEAD_DIM // 2
+        parts: tl.constexpr = half // BLOCK_N
+        head = tl.program_id(0) // parts
+        d = (tl.program_id(0) % parts) * BLOCK_N + tl.arange(0, BLOCK_N)
+        n = head * HEAD_DIM + d
+        m = tl.arange(0, BLOCK_M)
+        acc_lo, acc_hi = _stream_rows(
+            x_ptr, w_ptr + n[:, None].to(tl.int64) * k_in, half_offset, n < n_out, rows, k_in,
+            x_stride, BLOCK_M, BLOCK_N, BLOCK_K, True,
+        )  # fmt: skip
+        lo = acc_lo.to(y_ptr.dtype.element_ty)
+        hi = acc_hi.to(y_ptr.dtype.element_ty)
+        real = m[:, None] < rows
+        out = y_ptr + m[:, None] * n_out + n[None, :]
+        tl.store(out, lo, mask=real)
+        tl.store(out + half, hi, mask=real)
+        if head >= q_heads:
+            slot = tl.load(slot_ptr + m, mask=m < rows, other=-1)
+            written = real & (slot[:, None] >= 0)
+            kv = (head - q_heads) % kv_heads
+            target = (slot[:, None] * kv_heads + kv) * HEAD_DIM + d[None, :]
+            if head < q_heads + kv_heads:
+                table = m[:, None] * HEAD_DIM + d[None, :]
+                cos_lo = tl.load(cos_ptr + table, mask=real, other=0.0)
+                sin_lo = tl.load(sin_ptr + table, mask=real, other=0.0)
+                cos_hi = tl.load(cos_ptr + table + half, mask=real, other=0.0)
+                sin_hi = tl.load(sin_ptr + table + half, mask=real, other=0.0)
+                tl.store(kc_ptr + target, _rope(lo, hi, cos_lo, sin_lo, d[None, :], half, False), mask=written)
+                tl.store(kc_ptr + target + half, _rope(hi, lo, cos_hi, sin_hi, d[None, :] + half, half, False),
+                         mask=written)  # fmt: skip
+            else:
+                tl.store(vc_ptr + target, lo, mask=written)
+                tl.store(vc_ptr + target + half, hi, mask=written)
 
 
 def _require(condition: bool, message: str) -> None:
@@ -460,6 +523,57 @@ def rope_write_cache(
         heads, head_dim, WIDE=_wide(k), BLOCK_D=triton.next_power_of_2(head_dim), enable_fp_fusion=False,
         **_pdl(k),
     )  # fmt: skip
+
+
+def qkv_write_cache(
+    x: Float[Tensor, "rows k"], weight: Float[Tensor, "qkv k"], cos: Float[Tensor, "rows head_dim"],
+    sin: Float[Tensor, "rows head_dim"], slots: Int[Tensor, "rows"], key_cache: Tensor, value_cache: Tensor,
+) -> Float[Tensor, "rows qkv"]:  # fmt: skip
+    """``linear(x, weight)`` for the packed [q; k; v] weight (head_dim = the caches' last dimension,
+    KV heads = their third), then ``rope_write_cache`` of its k and v columns, the same bits. Up to
+    ``SKINNY_ROWS`` bfloat16 rows and half a head a multiple of 16 columns, one
+    ``_qkv_write_kernel`` launch (one launch fewer per layer); otherwise the two ops."""
+    _on_cuda(x=x, weight=weight, cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
+    rows = x.shape[0]
+    n_out, head_dim, kv_heads = weight.shape[0], key_cache.shape[-1], key_cache.shape[-2]
+    _require(weight.shape[1] == x.shape[1], f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
+    _require(
+        key_cache.dim() == 4 and n_out % head_dim == 0 and n_out // head_dim > 2 * kv_heads,
+        f"weight {tuple(weight.shape)} is not [q; k; v] for caches {tuple(key_cache.shape)}",
+    )
+    _require(key_cache.shape == value_cache.shape,
+             f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} differ")  # fmt: skip
+    _require(cos.shape == sin.shape == (rows, head_dim),
+             f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for {rows} rows of head_dim {head_dim}")  # fmt: skip
+    _require(slots.shape == (rows,), f"slots {tuple(slots.shape)} for {rows} rows")
+    _contiguous(cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
+    block_n = qkv_block(head_dim)
+    if block_n == 0 or not _streams_weight(x, weight) or key_cache.dtype != x.dtype:
+        qkv = linear(x, weight)
+        kv_columns = kv_heads * head_dim
+        k = qkv[:, n_out - 2 * kv_columns : n_out - kv_columns].view(rows, kv_heads, head_dim)
+        rope_write_cache(k, qkv[:, n_out - kv_columns :].view(rows, kv_heads, head_dim), cos, sin, slots,
+                         key_cache, value_cache)  # fmt: skip
+        return qkv
+    qkv = torch.empty((rows, n_out), dtype=x.dtype, device=x.device)
+    _, block_k, stages = skinny_config(n_out)
+    heads = n_out // head_dim
+    _qkv_write_kernel[(heads * (head_dim // 2 // block_n),)](
+        x, weight, qkv, cos, sin, slots, key_cache, value_cache, rows, n_out, x.shape[1], x.stride(0),
+        head_dim // 2 * x.shape[1], heads - 2 * kv_heads, kv_heads, HEAD_DIM=head_dim, BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
+        num_warps=4, num_stages=stages, enable_fp_fusion=False, **_pdl(x),
+    )  # fmt: skip
+    return qkv
+
+
+def qkv_block(head_dim: int) -> int:
+    """Columns per half head in one ``_qkv_write_kernel`` program: 32 (64 weight rows, as
+    ``skinny_config``'s qkv tile) where half a head is a multiple of 32, 16 where it is one of 16;
+    0 where the kernel does not apply (a tensor-core product needs 16)."""
+    half = head_dim // 2
+    if head_dim % 2 or half % 16:
+        return 0
+    return 32 if half % 32 == 0 else 16
 
 
 def decode_attention(
@@ -581,7 +695,7 @@ def _skinny(x: Tensor, weight: Tensor, *, gated: bool = False) -> Tensor:
     block_n, block_k, stages = skinny_config(weight.shape[0])
     block_n = block_n // 2 if gated else block_n
     _skinny_linear_kernel[(triton.cdiv(n_out, block_n),)](
-        x, weight, y, rows, n_out, k_in, x.stride(0), BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
+        x, weight, y, rows, n_out, k_in, x.stride(0), n_out * k_in, BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
         GATED=gated, num_warps=4, num_stages=stages, enable_fp_fusion=not gated,  # SiLU as silu_mul: no FMAs
         **_pdl(x),
     )  # fmt: skip
@@ -615,4 +729,6 @@ def gated_linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "two_inter k"
     return _skinny(x, weight, gated=True) if _streams_weight(x, weight) else silu_mul(linear(x, weight))
 
 
-TRITON_OPS = LayerOps("triton", add_rms_norm, rope_write_cache, decode_attention, gated_linear, linear)
+TRITON_OPS = LayerOps(
+    "triton", add_rms_norm, rope_write_cache, decode_attention, gated_linear, linear, qkv_write_cache=qkv_write_cache
+)

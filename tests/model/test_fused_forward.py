@@ -9,23 +9,24 @@ from dataclasses import replace
 import pytest
 import torch
 
-from arctic_ref.model.config import tiny_config
+from arctic_ref.model.config import ModelConfig, tiny_config
 from arctic_ref.model.fused_forward import fused_forward, pack_projections
 from arctic_ref.model.kv_cache import KVCache
 from arctic_ref.model.layer_ops import TORCH_OPS, LayerOps
-from arctic_ref.model.llama import LlamaShard, forward
+from arctic_ref.model.llama import ForwardInputs, LlamaShard, forward
 from arctic_ref.model.triton_ops import (
     add_rms_norm,
     attention_tiling,
     decode_attention,
     gated_linear,
     linear,
+    qkv_write_cache,
     rope_write_cache,
     silu_mul,
     skinny_config,
 )
 from arctic_ref.model.weights import random_weights
-from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, plan_step
+from arctic_ref.parallel import GraphTables, ParallelLayout, RankGroups, ShiftPolicy, SoloComm, StepPlan, plan_step
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.testing.layouts.steps import mixed_step
@@ -39,6 +40,18 @@ def _models() -> tuple[LlamaShard, LlamaShard]:
     config = tiny_config()
     model = LlamaShard.build(random_weights(config, 0), config, 0, 1)
     return model, pack_projections(model)
+
+
+def _float64_caches(config: ModelConfig) -> list[KVCache]:
+    """Two empty float64 caches of 16 blocks: one for the reference, one for the forward under test."""
+    return [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
+                             head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
+
+
+def _mixed_step_and_plan(vocab_size: int) -> tuple[ForwardInputs, StepPlan]:
+    """Three requests of 9, 5 and 3 new tokens plus a pad row, planned on one rank without graphs."""
+    inputs = mixed_step([9, 5, 3], {0: 0, 1: 0, 2: 0}, vocab_size, torch.Generator().manual_seed(3), pad=1)
+    return inputs, plan_step(18, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
 
 
 def test_packed_projections_are_views_of_one_tensor() -> None:
@@ -59,8 +72,7 @@ def test_packed_projections_are_views_of_one_tensor() -> None:
 def test_packed_forward_equals_the_reference_in_float64() -> None:
     model, packed = _models()
     config = model.config
-    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
-                               head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
+    caches = _float64_caches(config)
     g, history = torch.Generator().manual_seed(5), {0: 0, 1: 0, 2: 0}
     for counts in ([20, 7, 13], [1, 4, 3], [1, 1, 1]):
         inputs = mixed_step(counts, history, config.vocab_size, g, pad=3)
@@ -126,6 +138,10 @@ def test_triton_ops_validate_before_launching() -> None:
         linear(torch.zeros(2, 6), torch.zeros(4, 6))
     with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu'"):
         gated_linear(torch.zeros(2, 6), torch.zeros(4, 6))
+    caches = (torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))
+    with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu', 'cos': 'cpu'"):
+        qkv_write_cache(torch.zeros(3, 6), torch.zeros(24, 6), torch.zeros(3, 4), torch.zeros(3, 4),
+                        torch.zeros(3, dtype=torch.int64), *caches)  # fmt: skip
     k = torch.zeros(3, 2, 4)
     with pytest.raises(ValueError, match=r"'k': 'cpu', 'v': 'cpu'"):
         rope_write_cache(k, k, torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
@@ -163,13 +179,57 @@ def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
     more than the 1e-12 the correct one meets."""
     model, packed = _models()
     config = model.config
-    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
-                               head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
-    inputs = mixed_step([9, 5, 3], {0: 0, 1: 0, 2: 0}, config.vocab_size, torch.Generator().manual_seed(3), pad=1)
-    plan = plan_step(18, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
+    caches = _float64_caches(config)
+    inputs, plan = _mixed_step_and_plan(config.vocab_size)
     want = forward(model, inputs, caches[0], plan)[:17]
     got = fused_forward(packed, inputs, caches[1], plan, broken)[:17]
     assert not torch.allclose(got, want, rtol=0.0, atol=1e-3)  # (a row with no key gives NaN: also caught)
+
+
+def _qkv_then_write(
+    x: torch.Tensor, weight: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
+    key_cache: torch.Tensor, value_cache: torch.Tensor, *, rotate: bool = True,
+) -> torch.Tensor:  # fmt: skip
+    """A ``qkv_write_cache`` written as the two torch ops (``rotate=False``: keys cached unrotated,
+    a plausible fused-kernel bug)."""
+    qkv = TORCH_OPS.linear(x, weight)
+    rows, (kv_heads, head_dim) = qkv.shape[0], key_cache.shape[2:]
+    kv = kv_heads * head_dim
+    k = qkv[:, qkv.shape[1] - 2 * kv : qkv.shape[1] - kv].view(rows, kv_heads, head_dim)
+    v = qkv[:, qkv.shape[1] - kv :].view(rows, kv_heads, head_dim)
+    cos, sin = (cos, sin) if rotate else (torch.ones_like(cos), torch.zeros_like(sin))
+    TORCH_OPS.rope_write_cache(k, v, cos, sin, slots, key_cache, value_cache)
+    return qkv
+
+
+def _unrotated_qkv_write(
+    x: torch.Tensor, weight: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
+    key_cache: torch.Tensor, value_cache: torch.Tensor,
+) -> torch.Tensor:  # fmt: skip
+    return _qkv_then_write(x, weight, cos, sin, slots, key_cache, value_cache, rotate=False)
+
+
+def _step_pair(ops: LayerOps) -> tuple[torch.Tensor, torch.Tensor, KVCache, KVCache]:
+    """The fused forward's hidden states and cache for one mixed step, with ``TORCH_OPS`` and ``ops``."""
+    _, packed = _models()
+    config = packed.config
+    caches = _float64_caches(config)
+    inputs, plan = _mixed_step_and_plan(config.vocab_size)
+    want = fused_forward(packed, inputs, caches[0], plan, TORCH_OPS)
+    got = fused_forward(packed, inputs, caches[1], plan, ops)
+    return want, got, caches[0], caches[1]
+
+
+def test_the_fused_forward_takes_qkv_write_cache_without_an_exchange() -> None:
+    """An op set's ``qkv_write_cache`` replaces its qkv ``linear`` + ``rope_write_cache`` in a layout
+    without Ulysses: written as the two ops it gives the same bits; one that caches the keys
+    unrotated is caught (so the fused forward really calls it)."""
+    want, got, want_cache, got_cache = _step_pair(replace(TORCH_OPS, qkv_write_cache=_qkv_then_write))
+    assert torch.equal(got, want)
+    for a, b in zip((*want_cache.keys, *want_cache.values), (*got_cache.keys, *got_cache.values), strict=True):
+        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+    want, got, _, _ = _step_pair(replace(TORCH_OPS, qkv_write_cache=_unrotated_qkv_write))
+    assert not torch.allclose(got[:17], want[:17], rtol=0.0, atol=1e-3)
 
 
 def test_skinny_config_keeps_the_measured_settings() -> None:
