@@ -1,6 +1,6 @@
 """The stored GPU baselines a CI gate compares against: each file holds every benchmark the gate
 command collects, with the ratios stored beside the absolute times they come from, and every gate
-command in the README names a stored file."""
+command in the README names a stored file; ``benchmarks.gate`` picks the card's own baseline."""
 
 import json
 import re
@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+
+from benchmarks.gate import BASELINES as BASELINES_DIR
+from benchmarks.gate import baseline_for, card_of, gate_args, main, stored_cards
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted((ROOT / "benchmarks" / "baselines").glob("*.json"))
@@ -72,3 +76,41 @@ def test_every_readme_gate_names_a_stored_baseline() -> None:
     for target, percent in gates:
         assert (ROOT / target).is_file(), target
         assert int(percent) == 30
+
+
+@pytest.mark.parametrize(
+    ("device_name", "card"),
+    [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"), ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L40S", "l40s")],
+)
+def test_the_gate_names_the_card(device_name: str, card: str) -> None:
+    assert card_of(device_name) == card
+
+
+def test_the_gate_takes_the_cards_run_1() -> None:
+    assert baseline_for("NVIDIA H100 80GB HBM3") == BASELINES_DIR / "h100-run1.json"
+    assert baseline_for("NVIDIA H200") == BASELINES_DIR / "h200-run1.json"
+    assert stored_cards() == ["h100", "h200"]
+
+
+def test_the_gate_refuses_a_card_without_baselines() -> None:
+    with pytest.raises(ValueError, match=r"no stored baseline for a100 .*stored: h100, h200"):
+        baseline_for("NVIDIA A100-SXM4-80GB")
+    with pytest.raises(ValueError, match="no card model"):
+        card_of("Some GPU")
+
+
+def test_the_gate_compares_medians_at_30_percent() -> None:
+    args = gate_args(BASELINES_DIR / "h200-run1.json", ["-s"])
+    assert args[-1] == "-s" and "--benchmark-only" in args
+    assert f"--benchmark-compare={BASELINES_DIR / 'h200-run1.json'}" in args
+    assert "--benchmark-compare-fail=median:30%" in args
+    assert [Path(arg).relative_to(ROOT).as_posix() for arg in args[:2]] == [
+        "benchmarks/test_rejection_gpu.py",
+        "benchmarks/gpu/test_decode.py",
+    ]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA main() runs the gate itself")
+def test_the_gate_without_cuda_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
