@@ -232,6 +232,29 @@ def test_the_fused_forward_takes_qkv_write_cache_without_an_exchange() -> None:
     assert not torch.allclose(got[:17], want[:17], rtol=0.0, atol=1e-3)
 
 
+def _no_qkv_write(
+    x: torch.Tensor, weight: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
+    key_cache: torch.Tensor, value_cache: torch.Tensor,
+) -> torch.Tensor:  # fmt: skip
+    raise AssertionError("qkv_write_cache called in a step with a Ulysses exchange")
+
+
+def test_the_fused_forward_skips_qkv_write_cache_under_ulysses() -> None:
+    """Under Ulysses the keys and values are exchanged between the projection and the cache write,
+    so the fused op must not run: a step planned with a token slice (one rank, an exchange over a
+    group of one) never calls it and gives ``TORCH_OPS``'s bits and cache."""
+    _, packed = _models()
+    caches = _float64_caches(packed.config)
+    inputs, plan = _mixed_step_and_plan(packed.config.vocab_size)
+    sliced = replace(plan, token_slice=slice(0, plan.num_input_tokens))
+    assert sliced.groups.sp is not None
+    want = fused_forward(packed, inputs, caches[0], plan, TORCH_OPS)
+    got = fused_forward(packed, inputs, caches[1], sliced, replace(TORCH_OPS, qkv_write_cache=_no_qkv_write))
+    assert torch.equal(got, want)
+    for a, b in zip((*caches[0].keys, *caches[0].values), (*caches[1].keys, *caches[1].values), strict=True):
+        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+
+
 def test_skinny_config_keeps_the_measured_settings() -> None:
     """The settings of the measured decode figures: 32 columns per program up to 4096 outputs, else
     64; 256-wide K slices; 5 stages up to 4096 outputs, 3 from 16,384, else 4."""
