@@ -59,19 +59,24 @@ def gate_args(baseline: Path, extra: list[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def main(argv: list[str]) -> int:
-    if not torch.cuda.is_available():
-        print("benchmarks.gate: no CUDA device; the gate runs on a GPU", file=sys.stderr)
-        return 2
-    name = torch.cuda.get_device_name(0)
+def run_gate(device_name: str, argv: list[str]) -> int:
+    """The gate for the card named ``device_name``: pytest's exit status, or 2 (with the reason on
+    stderr) when the card has no stored baseline."""
     try:
-        baseline = baseline_for(name)
+        baseline = baseline_for(device_name)
     except ValueError as error:
         print(f"benchmarks.gate: {error}", file=sys.stderr)
         return 2
     args = gate_args(baseline, argv)
-    print(f"benchmarks.gate: {name} against {baseline.name}: pytest {' '.join(args)}", flush=True)
+    print(f"benchmarks.gate: {device_name} against {baseline.name}: pytest {' '.join(args)}", flush=True)
     return int(pytest.main(args))
+
+
+def main(argv: list[str]) -> int:
+    if not torch.cuda.is_available():
+        print("benchmarks.gate: no CUDA device; the gate runs on a GPU", file=sys.stderr)
+        return 2
+    return run_gate(torch.cuda.get_device_name(0), argv)
 
 
 if __name__ == "__main__":

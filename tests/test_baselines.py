@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from benchmarks.gate import BASELINES as BASELINES_DIR
-from benchmarks.gate import baseline_for, card_of, gate_args, main, stored_cards
+from benchmarks.gate import baseline_for, card_of, gate_args, main, run_gate, stored_cards
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted((ROOT / "benchmarks" / "baselines").glob("*.json"))
@@ -97,6 +97,12 @@ def test_the_gate_refuses_a_card_without_baselines() -> None:
         baseline_for("NVIDIA A100-SXM4-80GB")
     with pytest.raises(ValueError, match="no card model"):
         card_of("Some GPU")
+
+
+def test_the_gate_exits_2_for_a_card_without_baselines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_gate("NVIDIA A100-SXM4-80GB", ["-s"]) == 2
+    err = capsys.readouterr().err
+    assert "no stored baseline for a100" in err and "--benchmark-json=" in err
 
 
 def test_the_gate_compares_medians_at_30_percent() -> None:
