@@ -9,7 +9,9 @@ tests that concern that package; a report of killed, survived, timed-out and equ
 How it runs: the parent imports torch, numpy, hypothesis and pytest once, then forks one child per
 mutant (never importing arctic_ref itself); the child puts a private copy of the package, with the
 one module mutated, first on ``sys.path`` and runs ``pytest -x`` on the package's tests under the
-Hypothesis ``ci`` profile. A failing run kills the mutant; a run past the time limit (three times
+Hypothesis ``ci`` profile. If its tests imported any other ``arctic_ref`` (one ahead of the copy on
+``sys.path``), the child exits ``SHADOWED`` and the whole run stops: such a run would score every
+mutant a survivor (a pytest ``pythonpath = ["."]`` did that once). A failing run kills the mutant; a run past the time limit (three times
 the clean run, plus 10 s) counts as timed out (killed). A survivor listed in
 ``mutation/equivalent.txt`` with its reason is equivalent and left out of the score. With
 ``--skip-equivalent`` (the CI sample) listed mutants are reported equivalent without a run: nothing
@@ -101,6 +103,43 @@ def equivalent_keys() -> dict[str, str]:
     return out
 
 
+SHADOWED: Final = 71
+"""A child's exit status when its tests imported an ``arctic_ref`` other than its copy (something put
+another one first on ``sys.path``, as pytest's ``pythonpath`` option would): every mutant would
+"survive", so the run stops instead of scoring."""
+
+
+def imports_the_copy(module_file: str | None, copy: Path) -> bool:
+    """The imported ``arctic_ref`` (its ``__file__``) is the one in ``copy``."""
+    return module_file is not None and Path(module_file).resolve().is_relative_to(copy.resolve())
+
+
+@dataclass(frozen=True, slots=True)
+class _CopyGuard:
+    """A pytest plugin for the child: after collection (every test module imported), the tests must
+    have imported the copy's ``arctic_ref``; otherwise the child exits with ``SHADOWED``."""
+
+    copy: Path
+
+    def pytest_collection_finish(self) -> None:
+        module = sys.modules.get("arctic_ref")
+        if module is not None and not imports_the_copy(module.__file__, self.copy):
+            print(f"the tests imported {module.__file__}, not the copy in {self.copy}", file=sys.__stderr__, flush=True)
+            os._exit(SHADOWED)
+
+
+def _outcome_code(status: int, others: tuple[int, ...] = ()) -> int:
+    """A child's exit code. When it says the tests did not import its copy: the ``others`` children
+    killed, then a ``SystemExit``."""
+    code = os.waitstatus_to_exitcode(status)
+    if code == SHADOWED:
+        for pid in others:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise SystemExit("the tests did not import the mutated copy of arctic_ref (another one is first on sys.path)")
+    return code
+
+
 def _child(copy: Path, tests: tuple[str, ...]) -> None:
     """In the forked child: the copy first on sys.path, then pytest; never returns."""
     sys.dont_write_bytecode = True
@@ -111,7 +150,7 @@ def _child(copy: Path, tests: tuple[str, ...]) -> None:
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink):
         code = pytest.main([*tests, "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                            "--no-header", "-o", "addopts="])  # fmt: skip
+                            "--no-header", "-o", "addopts="], plugins=[_CopyGuard(copy)])  # fmt: skip
     os._exit(int(code))
 
 
@@ -161,7 +200,7 @@ def run_mutants(mutants: list[Mutant], tests: tuple[str, ...], *, jobs: int, lim
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
                     outcome: Outcome = "timeout"
-                elif os.waitstatus_to_exitcode(status) == 0:
+                elif _outcome_code(status, tuple(other for other in running if other != pid)) == 0:
                     outcome = "equivalent" if mutant.key in equivalent else "survived"
                 else:
                     outcome = "killed"
@@ -179,7 +218,7 @@ def clean_run_seconds(tests: tuple[str, ...]) -> float:
     with tempfile.TemporaryDirectory() as base:
         began = time.monotonic()
         _, status = os.waitpid(_start(_make_copy(Path(base)), tests), 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    if _outcome_code(status) != 0:
         raise SystemExit(f"the clean run of {' '.join(tests)} fails: fix the tests first")
     return time.monotonic() - began
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mutation.mutants import Mutant
-from mutation.run import changed_lines, split_listed
+from mutation.run import SHADOWED, changed_lines, imports_the_copy, split_listed
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = 10
@@ -25,6 +25,34 @@ def test_sampled_mutants_are_killed(tmp_path: Path) -> None:
     print(run.stdout)
     assert run.returncode == 0, f"a sampled mutant survived (or the run failed):\n{run.stdout}\n{run.stderr[-3000:]}"
     assert report.is_file()
+
+
+def test_a_copy_is_what_its_file_lies_under(tmp_path: Path) -> None:
+    assert imports_the_copy(str(tmp_path / "arctic_ref" / "__init__.py"), tmp_path)
+    assert not imports_the_copy(str(ROOT / "arctic_ref" / "__init__.py"), tmp_path)
+    assert not imports_the_copy(None, tmp_path)
+
+
+FORK_TWO_CHILDREN = """
+import os, sys, tempfile
+from pathlib import Path
+from mutation.run import _make_copy, _start
+base = Path(tempfile.mkdtemp())
+empty = base / "empty"
+empty.mkdir()
+for copy in (_make_copy(base), empty):
+    _, status = os.waitpid(_start(copy, ("tests/test_value_types.py",)), 0)
+    print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_child_whose_tests_import_another_arctic_ref_says_so() -> None:
+    """A child with a copy of the package passes its tests (0); a child whose copy holds no package
+    imports the repository's instead, as any ``arctic_ref`` ahead of the copy on ``sys.path`` would,
+    and exits ``SHADOWED`` rather than 0, so its mutant cannot be scored as a survivor."""
+    run = subprocess.run([sys.executable, "-c", FORK_TWO_CHILDREN], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.stdout.split() == ["0", str(SHADOWED)], run.stdout + run.stderr[-3000:]
+    assert "not the copy in" in run.stderr
 
 
 def test_changed_lines_are_those_added_or_changed_since_a_revision(tmp_path: Path) -> None:
