@@ -11,8 +11,8 @@ mutant (never importing arctic_ref itself); the child puts a private copy of the
 one module mutated, first on ``sys.path`` and runs ``pytest -x`` on the package's tests under the
 Hypothesis ``ci`` profile. If its tests imported any other ``arctic_ref`` (one ahead of the copy on
 ``sys.path``), the child exits ``SHADOWED`` and the whole run stops: such a run would score every
-mutant a survivor (a pytest ``pythonpath = ["."]`` did that once). A failing run kills the mutant; a run past the time limit (three times
-the clean run, plus 10 s) counts as timed out (killed). A survivor listed in
+mutant a survivor (a pytest ``pythonpath = ["."]`` did that once). A failing run kills the mutant;
+a run past the time limit (three times the clean run, plus 10 s) counts as timed out (killed). A survivor listed in
 ``mutation/equivalent.txt`` with its reason is equivalent and left out of the score. With
 ``--skip-equivalent`` (the CI sample) listed mutants are reported equivalent without a run: nothing
 kills them, so each ran the package's whole suite (171 s of the suffix sample's 186 s on two cores,

@@ -34,15 +34,16 @@ def test_a_copy_is_what_its_file_lies_under(tmp_path: Path) -> None:
 
 
 FORK_TWO_CHILDREN = """
-import os, sys, tempfile
+import os, tempfile
 from pathlib import Path
 from mutation.run import _make_copy, _start
-base = Path(tempfile.mkdtemp())
-empty = base / "empty"
-empty.mkdir()
-for copy in (_make_copy(base), empty):
-    _, status = os.waitpid(_start(copy, ("tests/test_value_types.py",)), 0)
-    print(os.waitstatus_to_exitcode(status))
+with tempfile.TemporaryDirectory() as name:
+    base = Path(name)
+    empty = base / "empty"
+    empty.mkdir()
+    for copy in (_make_copy(base), empty):
+        _, status = os.waitpid(_start(copy, ("tests/test_value_types.py",)), 0)
+        print(os.waitstatus_to_exitcode(status))
 """
 
 

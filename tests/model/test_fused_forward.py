@@ -220,14 +220,19 @@ def _step_pair(ops: LayerOps) -> tuple[torch.Tensor, torch.Tensor, KVCache, KVCa
     return want, got, caches[0], caches[1]
 
 
+def _assert_same_cache(got: KVCache, want: KVCache) -> None:
+    """Every layer's keys and values bit for bit (unwritten slots, NaN in both, compare equal)."""
+    for a, b in zip((*got.keys, *got.values), (*want.keys, *want.values), strict=True):
+        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+
+
 def test_the_fused_forward_takes_qkv_write_cache_without_an_exchange() -> None:
     """An op set's ``qkv_write_cache`` replaces its qkv ``linear`` + ``rope_write_cache`` in a layout
     without Ulysses: written as the two ops it gives the same bits; one that caches the keys
     unrotated is caught (so the fused forward really calls it)."""
     want, got, want_cache, got_cache = _step_pair(replace(TORCH_OPS, qkv_write_cache=_qkv_then_write))
     assert torch.equal(got, want)
-    for a, b in zip((*want_cache.keys, *want_cache.values), (*got_cache.keys, *got_cache.values), strict=True):
-        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+    _assert_same_cache(got_cache, want_cache)
     want, got, _, _ = _step_pair(replace(TORCH_OPS, qkv_write_cache=_unrotated_qkv_write))
     assert not torch.allclose(got[:17], want[:17], rtol=0.0, atol=1e-3)
 
@@ -251,8 +256,7 @@ def test_the_fused_forward_skips_qkv_write_cache_under_ulysses() -> None:
     want = fused_forward(packed, inputs, caches[0], plan, TORCH_OPS)
     got = fused_forward(packed, inputs, caches[1], sliced, replace(TORCH_OPS, qkv_write_cache=_no_qkv_write))
     assert torch.equal(got, want)
-    for a, b in zip((*caches[0].keys, *caches[0].values), (*caches[1].keys, *caches[1].values), strict=True):
-        assert torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+    _assert_same_cache(caches[1], caches[0])
 
 
 def test_skinny_config_keeps_the_measured_settings() -> None:
