@@ -1,6 +1,8 @@
 """The stored GPU baselines a CI gate compares against: each file holds every benchmark the gate
 command collects, with the ratios stored beside the absolute times they come from, and every gate
-command in the README names a stored file; ``benchmarks.gate`` picks the card's own baseline."""
+command in the README names a stored file; ``benchmarks.gate`` picks the card's own baseline, and
+its per-suite thresholds hold the stored runs and fail a real regression (end to end on CPU, with a
+stand-in suite)."""
 
 import json
 import re
@@ -11,11 +13,24 @@ import pytest
 import torch
 
 from benchmarks.gate import BASELINES as BASELINES_DIR
-from benchmarks.gate import baseline_for, card_of, gate_args, main, run_gate, stored_cards
+from benchmarks.gate import (
+    SUITES,
+    TIMED_OUT,
+    Suite,
+    baseline_for,
+    card_of,
+    gate_args,
+    main,
+    merge_runs,
+    run_gate,
+    run_suites,
+    split_json_target,
+    stored_cards,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted(BASELINES_DIR.glob("*.json"))
-GATE = re.compile(r"--benchmark-compare=(\S+) --benchmark-compare-fail=median:(\d+)%")
+GATE = re.compile(r"pytest (\S+) --benchmark-only --benchmark-compare=(\S+) --benchmark-compare-fail=median:(\d+)%")
 
 SAMPLER_IDS = ["1x4", "8x4", "32x4", "256x4", "256x16", "64x8-probs", "256x4-probs"]
 EXPECTED = {
@@ -69,12 +84,29 @@ def test_stored_ratios_are_the_quotients_of_stored_times(path: Path) -> None:
     assert checked == 7 * 2 + 8 + 8
 
 
-def test_every_readme_gate_names_a_stored_baseline() -> None:
+def test_every_readme_gate_names_a_stored_baseline_and_its_suites_threshold() -> None:
     gates = GATE.findall((ROOT / "README.md").read_text())
-    assert {Path(target).name for target, _ in gates} == {"h200-run1.json", "h100-run1.json"}
-    for target, percent in gates:
+    thresholds = {suite.path.relative_to(ROOT).as_posix(): suite.threshold_percent for suite in SUITES}
+    assert {(suite, Path(target).name) for suite, target, _ in gates} == {
+        (suite, f"{card}-run1.json") for suite in thresholds for card in ("h200", "h100")
+    }
+    for suite, target, percent in gates:
         assert (ROOT / target).is_file(), target
-        assert int(percent) == 30
+        assert int(percent) == thresholds[suite], suite
+
+
+def _medians(path: Path) -> dict[str, float]:
+    return {bench["name"]: bench["stats"]["median"] for bench in _load(path)["benchmarks"]}
+
+
+@pytest.mark.parametrize("card", stored_cards())
+def test_each_suites_threshold_holds_the_stored_run_2(card: str) -> None:
+    """The stored runs are the same code twice: run 2 passes the gate against run 1."""
+    run1, run2 = (_medians(BASELINES_DIR / f"{card}-run{run}.json") for run in (1, 2))
+    suite_of = {suite.path.name: suite for suite in SUITES}
+    for name, median in run2.items():
+        file = "test_decode.py" if name.startswith(("test_decode_step", "test_verify_step")) else "test_rejection_gpu.py"
+        assert median <= run1[name] * (1 + suite_of[file].threshold_percent / 100), (card, name)
 
 
 @pytest.mark.parametrize(
@@ -104,15 +136,99 @@ def test_the_gate_exits_2_for_a_card_without_baselines(capsys: pytest.CaptureFix
     assert "no stored baseline for a100" in err and "--benchmark-json=" in err
 
 
-def test_the_gate_compares_medians_at_30_percent() -> None:
-    args = gate_args(BASELINES_DIR / "h200-run1.json", ["-s"])
-    assert args[-1] == "-s" and "--benchmark-only" in args
-    assert f"--benchmark-compare={BASELINES_DIR / 'h200-run1.json'}" in args
-    assert "--benchmark-compare-fail=median:30%" in args
-    assert [Path(arg).relative_to(ROOT).as_posix() for arg in args[:2]] == [
-        "benchmarks/test_rejection_gpu.py",
-        "benchmarks/gpu/test_decode.py",
+def test_each_suite_is_compared_on_medians_at_its_own_threshold(tmp_path: Path) -> None:
+    assert [(suite.path.relative_to(ROOT).as_posix(), suite.threshold_percent) for suite in SUITES] == [
+        ("benchmarks/test_rejection_gpu.py", 100),
+        ("benchmarks/gpu/test_decode.py", 10),
     ]
+    baseline = BASELINES_DIR / "h200-run1.json"
+    args = gate_args(SUITES[1], baseline, tmp_path / "part.json", ["-s"])
+    assert args == [
+        str(SUITES[1].path), "--benchmark-only", f"--benchmark-compare={baseline}",
+        "--benchmark-compare-fail=median:10%", f"--benchmark-json={tmp_path / 'part.json'}", "-s",
+    ]  # fmt: skip
+
+
+def test_the_json_target_is_taken_out_of_the_arguments() -> None:
+    assert split_json_target(["-s", "--benchmark-json=a.json", "-k", "x"]) == (Path("a.json"), ["-s", "-k", "x"])
+    assert split_json_target(["--benchmark-json", "b.json", "-s"]) == (Path("b.json"), ["-s"])
+    assert split_json_target(["-s"]) == (None, ["-s"])
+    with pytest.raises(ValueError, match="needs a file name"):
+        split_json_target(["-s", "--benchmark-json"])
+
+
+def test_the_gate_exits_2_for_a_json_flag_without_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_gate("NVIDIA H200", ["--benchmark-json"]) == 2
+    assert "needs a file name" in capsys.readouterr().err
+
+
+def test_merged_runs_keep_the_first_runs_machine_and_every_benchmark(tmp_path: Path) -> None:
+    parts = []
+    for index, names in enumerate((["a", "b"], ["c"])):
+        part = tmp_path / f"part{index}.json"
+        part.write_text(json.dumps({"machine_info": {"node": index}, "benchmarks": [{"name": n} for n in names]}))
+        parts.append(part)
+    merge_runs(parts, tmp_path / "merged.json")
+    merged = _load(tmp_path / "merged.json")
+    assert merged["machine_info"] == {"node": 0}
+    assert [bench["name"] for bench in merged["benchmarks"]] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="no pytest-benchmark files"):
+        merge_runs([], tmp_path / "none.json")
+
+
+STAND_IN = """
+import time
+
+
+def test_sleep(benchmark):
+    benchmark.pedantic(time.sleep, args=(0.004,), rounds=5, warmup_rounds=1)
+"""
+
+
+def _scaled(run: Path, factor: float, target: Path) -> Path:
+    data = _load(run)
+    for bench in data["benchmarks"]:
+        bench["stats"] = {key: value * factor if isinstance(value, float) else value for key, value in bench["stats"].items()}
+    target.write_text(json.dumps(data))
+    return target
+
+
+def test_a_suite_fails_past_its_threshold_and_passes_within_it(tmp_path: Path) -> None:
+    """End to end on CPU with a stand-in suite (a 4 ms sleep): against a baseline of its own run it
+    passes; against one 10× faster it fails (pytest-benchmark's regression exit), and the merged
+    ``--benchmark-json`` holds the run either way."""
+    (tmp_path / "test_stand_in.py").write_text(STAND_IN)
+    suite = Suite(tmp_path / "test_stand_in.py", 100)
+    first = tmp_path / "first.json"
+    assert run_suites([suite], _four_ms_baseline(tmp_path), ["-q", "-p", "no:cacheprovider"], first) == 0
+    assert [bench["name"] for bench in _load(first)["benchmarks"]] == ["test_sleep"]
+    again = tmp_path / "again.json"
+    assert run_suites([suite], first, ["-q", "-p", "no:cacheprovider"], again) == 0
+    faster = _scaled(first, 0.1, tmp_path / "faster.json")
+    assert run_suites([suite], faster, ["-q", "-p", "no:cacheprovider"], tmp_path / "third.json") == 1
+    assert (tmp_path / "third.json").is_file()
+
+
+def _four_ms_baseline(tmp_path: Path) -> Path:
+    """A baseline for the stand-in's first run: 4 ms medians, as a sleep of 4 ms gives."""
+    seed = {
+        "machine_info": {}, "commit_info": {}, "version": "5.2.3",
+        "benchmarks": [{"group": None, "name": "test_sleep", "fullname": "test_stand_in.py::test_sleep", "params": None,
+                        "param": None, "extra_info": {}, "options": {},
+                        "stats": {"min": 0.004, "max": 0.004, "mean": 0.004, "stddev": 0.0, "rounds": 5,
+                                  "median": 0.004, "iqr": 0.0, "q1": 0.004, "q3": 0.004, "iqr_outliers": 0,
+                                  "stddev_outliers": 0, "outliers": "0;0", "ld15iqr": 0.004, "hd15iqr": 0.004,
+                                  "ops": 250.0, "total": 0.02, "iterations": 1}}],
+    }  # fmt: skip
+    path = tmp_path / "seed.json"
+    path.write_text(json.dumps(seed))
+    return path
+
+
+def test_a_suite_past_its_time_limit_fails_the_gate(tmp_path: Path) -> None:
+    (tmp_path / "test_stand_in.py").write_text(STAND_IN)
+    seed = _four_ms_baseline(tmp_path)
+    assert run_suites([Suite(tmp_path / "test_stand_in.py", 100)], seed, ["-q"], None, timeout_s=0.01) == TIMED_OUT
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA main() runs the gate itself")
