@@ -3,7 +3,8 @@
 It names the visible GPU's card from its CUDA device name (``NVIDIA H100 80GB HBM3`` → ``h100``),
 takes that card's stored run 1 (``benchmarks/baselines/<card>-run1.json``) and runs each gated suite
 in its own pytest process with ``--benchmark-compare-fail`` on medians at that suite's threshold
-(``SUITES``): the exit status is the first failing suite's, 0 when both pass. Extra arguments go to
+(``SUITES``): the exit status is the first failing suite's, 0 when both pass (a suite whose
+tests a ``-k`` filter deselects passes, unless every suite's were). Extra arguments go to
 both pytest runs after ours (``-s`` to print every target); ``--benchmark-json=F`` stores the two
 suites' runs merged into one file, the layout of a stored baseline.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+import pytest
 import torch
 
 BENCHMARKS = Path(__file__).resolve().parent
@@ -37,6 +39,9 @@ JSON_FLAG = "--benchmark-json"
 SUITE_TIMEOUT_S = 1800
 """A suite's pytest process is stopped after this long (about 110 s on an H200) and the gate fails."""
 TIMED_OUT = 124
+NO_TESTS = int(pytest.ExitCode.NO_TESTS_COLLECTED)
+"""A suite whose tests were all deselected (``-k``) has nothing to compare; only when every suite
+has none does the gate fail with this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +129,9 @@ def run_suites(
     timeout_s: float = SUITE_TIMEOUT_S,
 ) -> int:  # fmt: skip
     """Each suite in its own pytest process against ``baseline``, with ``extra`` after our arguments:
-    the first nonzero exit status (124 for a suite stopped at ``timeout_s``), else 0. ``target``, if
-    given, gets the suites' runs merged."""
+    the first failing exit status (124 for a suite stopped at ``timeout_s``), else 0. A suite with no
+    tests selected (5) fails the gate only when no suite had any. ``target``, if given, gets the
+    suites' runs merged."""
     codes: list[int] = []
     with TemporaryDirectory(prefix="arctic-ref-gate-") as folder:
         parts = [Path(folder) / f"suite{index}.json" for index in range(len(suites))]
@@ -140,7 +146,9 @@ def run_suites(
         written = [part for part in parts if part.is_file()]
         if target is not None and written:
             merge_runs(written, target)
-    return next((code for code in codes if code), 0)
+    if all(code == NO_TESTS for code in codes):
+        return NO_TESTS
+    return next((code for code in codes if code not in (0, NO_TESTS)), 0)
 
 
 def run_gate(device_name: str, argv: Sequence[str], suites: Sequence[Suite] = SUITES) -> int:

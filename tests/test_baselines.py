@@ -14,6 +14,7 @@ import torch
 
 from benchmarks.gate import BASELINES as BASELINES_DIR
 from benchmarks.gate import (
+    NO_TESTS,
     SUITES,
     TIMED_OUT,
     Suite,
@@ -226,6 +227,21 @@ def _four_ms_baseline(tmp_path: Path) -> Path:
     path = tmp_path / "seed.json"
     path.write_text(json.dumps(seed))
     return path
+
+
+def test_a_suite_filtered_away_passes_unless_every_suite_is(tmp_path: Path) -> None:
+    """``-k`` may select one suite's tests only: the other suite has nothing to compare and passes;
+    a filter that selects nothing at all fails the gate (pytest's exit 5)."""
+    (tmp_path / "test_stand_in.py").write_text(STAND_IN)
+    (tmp_path / "test_other.py").write_text(STAND_IN.replace("test_sleep", "test_nap"))
+    suites = [Suite(tmp_path / "test_stand_in.py", 100), Suite(tmp_path / "test_other.py", 100)]
+    baseline = _four_ms_baseline(tmp_path)
+    target = tmp_path / "merged.json"
+    assert run_suites(suites, baseline, ["-q", "-p", "no:cacheprovider", "-k", "test_sleep"], target) == 0
+    assert [bench["name"] for bench in _load(target)["benchmarks"]] == ["test_sleep"]
+    assert run_suites(suites, baseline, ["-q", "-p", "no:cacheprovider", "-k", "nothing_matches"], None) == NO_TESTS
+    faster = _scaled(target, 0.1, tmp_path / "faster.json")
+    assert run_suites(suites, faster, ["-q", "-p", "no:cacheprovider", "-k", "test_sleep"], None) == 1
 
 
 def test_a_suite_past_its_time_limit_fails_the_gate(tmp_path: Path) -> None:
