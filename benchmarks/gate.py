@@ -57,7 +57,6 @@ class Suite:
 
 
 SUITES = (Suite(BENCHMARKS / "test_rejection_gpu.py", 100), Suite(BENCHMARKS / "gpu" / "test_decode.py", 10))
-GATED = tuple(str(suite.path) for suite in SUITES)
 
 
 def card_of(device_name: str) -> str:
@@ -82,7 +81,7 @@ def baseline_for(device_name: str, baselines: Path = BASELINES) -> Path:
     if not path.is_file():
         raise ValueError(
             f"no stored baseline for {card} ({device_name!r}); stored: {', '.join(stored_cards(baselines)) or 'none'}. "
-            f"Store one: pytest {' '.join(GATED)} --benchmark-only {JSON_FLAG}={path}"
+            f"Store one: pytest {' '.join(str(suite.path) for suite in SUITES)} --benchmark-only {JSON_FLAG}={path}"
         )
     return path
 
@@ -151,7 +150,7 @@ def run_suites(
     return next((code for code in codes if code not in (0, NO_TESTS)), 0)
 
 
-def run_gate(device_name: str, argv: Sequence[str], suites: Sequence[Suite] = SUITES) -> int:
+def run_gate(device_name: str, argv: Sequence[str]) -> int:
     """The gate for the card named ``device_name``: ``run_suites``' status, or 2 (with the reason on
     stderr) when the card has no stored baseline or ``--benchmark-json`` has no file name."""
     try:
@@ -161,7 +160,7 @@ def run_gate(device_name: str, argv: Sequence[str], suites: Sequence[Suite] = SU
         print(f"benchmarks.gate: {error}", file=sys.stderr)
         return 2
     print(f"benchmarks.gate: {device_name} against {baseline.name}", flush=True)
-    return run_suites(suites, baseline, extra, target)
+    return run_suites(SUITES, baseline, extra, target)
 
 
 def main(argv: list[str]) -> int:

@@ -31,6 +31,8 @@ from benchmarks.gate import (
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = sorted(BASELINES_DIR.glob("*.json"))
+THRESHOLDS = {suite.path.relative_to(ROOT).as_posix(): suite.threshold_percent for suite in SUITES}
+"""Each gated suite's file, relative to the repository, and its median threshold in percent."""
 GATE = re.compile(r"pytest (\S+) --benchmark-only --benchmark-compare=(\S+) --benchmark-compare-fail=median:(\d+)%")
 
 SAMPLER_IDS = ["1x4", "8x4", "32x4", "256x4", "256x16", "64x8-probs", "256x4-probs"]
@@ -87,13 +89,12 @@ def test_stored_ratios_are_the_quotients_of_stored_times(path: Path) -> None:
 
 def test_every_readme_gate_names_a_stored_baseline_and_its_suites_threshold() -> None:
     gates = GATE.findall((ROOT / "README.md").read_text())
-    thresholds = {suite.path.relative_to(ROOT).as_posix(): suite.threshold_percent for suite in SUITES}
     assert {(suite, Path(target).name) for suite, target, _ in gates} == {
-        (suite, f"{card}-run1.json") for suite in thresholds for card in ("h200", "h100")
+        (suite, f"{card}-run1.json") for suite in THRESHOLDS for card in ("h200", "h100")
     }
     for suite, target, percent in gates:
         assert (ROOT / target).is_file(), target
-        assert int(percent) == thresholds[suite], suite
+        assert int(percent) == THRESHOLDS[suite], suite
 
 
 def _medians(path: Path) -> dict[str, tuple[str, float]]:
@@ -107,10 +108,9 @@ def _medians(path: Path) -> dict[str, tuple[str, float]]:
 def test_each_suites_threshold_holds_the_stored_run_2(card: str) -> None:
     """The stored runs are the same code twice: run 2 passes the gate against run 1."""
     run1, run2 = (_medians(BASELINES_DIR / f"{card}-run{run}.json") for run in (1, 2))
-    percent = {suite.path.relative_to(ROOT).as_posix(): suite.threshold_percent for suite in SUITES}
-    assert {file for file, _ in run2.values()} == set(percent)
+    assert {file for file, _ in run2.values()} == set(THRESHOLDS)
     for name, (file, median) in run2.items():
-        assert median <= run1[name][1] * (1 + percent[file] / 100), (card, name)
+        assert median <= run1[name][1] * (1 + THRESHOLDS[file] / 100), (card, name)
 
 
 @pytest.mark.parametrize(
@@ -141,10 +141,7 @@ def test_the_gate_exits_2_for_a_card_without_baselines(capsys: pytest.CaptureFix
 
 
 def test_each_suite_is_compared_on_medians_at_its_own_threshold(tmp_path: Path) -> None:
-    assert [(suite.path.relative_to(ROOT).as_posix(), suite.threshold_percent) for suite in SUITES] == [
-        ("benchmarks/test_rejection_gpu.py", 100),
-        ("benchmarks/gpu/test_decode.py", 10),
-    ]
+    assert list(THRESHOLDS.items()) == [("benchmarks/test_rejection_gpu.py", 100), ("benchmarks/gpu/test_decode.py", 10)]
     baseline = BASELINES_DIR / "h200-run1.json"
     args = gate_args(SUITES[1], baseline, tmp_path / "part.json", ["-s"])
     assert args == [
@@ -189,6 +186,13 @@ def test_sleep(benchmark):
 """
 
 
+def _stand_in(tmp_path: Path, file: str = "test_stand_in.py", test: str = "test_sleep") -> Suite:
+    """The stand-in suite written to ``tmp_path / file``, its one benchmark named ``test``; gated at 100%."""
+    path = tmp_path / file
+    path.write_text(STAND_IN.replace("test_sleep", test))
+    return Suite(path, 100)
+
+
 def _scaled(run: Path, factor: float, target: Path) -> Path:
     data = _load(run)
     for bench in data["benchmarks"]:
@@ -201,8 +205,7 @@ def test_a_suite_fails_past_its_threshold_and_passes_within_it(tmp_path: Path) -
     """End to end on CPU with a stand-in suite (a 4 ms sleep): against a baseline of its own run it
     passes; against one 10× faster it fails (pytest-benchmark's regression exit), and the merged
     ``--benchmark-json`` holds the run either way."""
-    (tmp_path / "test_stand_in.py").write_text(STAND_IN)
-    suite = Suite(tmp_path / "test_stand_in.py", 100)
+    suite = _stand_in(tmp_path)
     first = tmp_path / "first.json"
     assert run_suites([suite], _four_ms_baseline(tmp_path), ["-q", "-p", "no:cacheprovider"], first) == 0
     assert [bench["name"] for bench in _load(first)["benchmarks"]] == ["test_sleep"]
@@ -232,9 +235,7 @@ def _four_ms_baseline(tmp_path: Path) -> Path:
 def test_a_suite_filtered_away_passes_unless_every_suite_is(tmp_path: Path) -> None:
     """``-k`` may select one suite's tests only: the other suite has nothing to compare and passes;
     a filter that selects nothing at all fails the gate (pytest's exit 5)."""
-    (tmp_path / "test_stand_in.py").write_text(STAND_IN)
-    (tmp_path / "test_other.py").write_text(STAND_IN.replace("test_sleep", "test_nap"))
-    suites = [Suite(tmp_path / "test_stand_in.py", 100), Suite(tmp_path / "test_other.py", 100)]
+    suites = [_stand_in(tmp_path), _stand_in(tmp_path, "test_other.py", "test_nap")]
     baseline = _four_ms_baseline(tmp_path)
     target = tmp_path / "merged.json"
     assert run_suites(suites, baseline, ["-q", "-p", "no:cacheprovider", "-k", "test_sleep"], target) == 0
@@ -245,9 +246,8 @@ def test_a_suite_filtered_away_passes_unless_every_suite_is(tmp_path: Path) -> N
 
 
 def test_a_suite_past_its_time_limit_fails_the_gate(tmp_path: Path) -> None:
-    (tmp_path / "test_stand_in.py").write_text(STAND_IN)
     seed = _four_ms_baseline(tmp_path)
-    assert run_suites([Suite(tmp_path / "test_stand_in.py", 100)], seed, ["-q"], None, timeout_s=0.01) == TIMED_OUT
+    assert run_suites([_stand_in(tmp_path)], seed, ["-q"], None, timeout_s=0.01) == TIMED_OUT
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA main() runs the gate itself")
