@@ -14,8 +14,9 @@ from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, bui
 from arctic_ref.runner.drafters import SuffixDrafter
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.spec import RejectionSampler, SamplingMetadata, draw_noise, rejection_sample
-from arctic_ref.spec.rejection_graph import DRAWN_MAX_VALUES, RING
+from arctic_ref.spec.rejection_graph import RING
 from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE
+from arctic_ref.spec.torch_philox import MAX_VALUES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
 Args = tuple  # type: ignore[type-arg]
@@ -43,8 +44,9 @@ def _state() -> torch.Tensor:
     return torch.cuda.default_generators[0].get_state()
 
 
-DRAWS = {"race draws": DRAWN_MAX_VALUES, "noise tensors": 0}
-"""``RejectionSampler``'s ``drawn_max_values`` for each way a graph draws its noise."""
+DRAWS = {"race draws": MAX_VALUES - 1, "noise tensors": 0}
+"""``RejectionSampler``'s ``drawn_max_values`` for each way a graph draws its noise: every case below in
+the race, or every case into noise tensors (``DRAWN_MAX_VALUES``, the default, splits them)."""
 
 
 @pytest.mark.parametrize("draws", list(DRAWS))

@@ -82,16 +82,18 @@ CAPACITY: Final = 16
 CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
 
-DRAWN_MAX_VALUES: Final = 2**22
-"""Calls of at most this many exponentials (B · V: 32 requests at V = 128,256) draw their noise in the
-race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``), where the drawing race
-does not win. The figures below are from when the larger ones drew with torch. One H200, one
-process, three medians of 200 whole calls each, torch draws against kernel draws (8 warps), session
-of 2026-12-04: 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 /
-110.4–112.0; 256 × 4 407.9–456.4 / 441.1–463.9, 256 × 16 889.7–981.6 / 918.1–972.0, 256 × 4 with
-racing draft probabilities 468.3–504.6 / 510.0–520.2. At 256 × 4 the drawing race takes 190 µs of
-GPU time, against 98 for the chunked race plus 62 for torch's draw on a side stream: it computes
-Philox, a log, an exp and two IEEE divisions for every one of the B · V columns."""
+DRAWN_MAX_VALUES: Final = 2**19
+"""Calls of at most this many exponentials (B · V: 4 requests at V = 128,256) draw their noise in the
+race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``, on a side stream beside
+the statistics launch), then the chunked race. The drawing race computes Philox, a log, an exp and
+two IEEE divisions for every one of the B · V columns after the statistics launch; the tensor path
+draws during that launch (memory-bound, so its SMs have ALU to spare) and its race reads the
+noise. Bare graph replays, one H100, one process, medians of 100 (2026-12-06), drawing race against
+noise tensors: 1 × 4 20.1 / 21.8 µs, 8 × 4 29.6 / 26.3, 16 × 4 41.8 / 39.3, 32 × 4 69.9 / 61.9,
+64 × 4 104.2 / 104.3. Until then the bound was 2²², set when the tensors were drawn by torch's
+``exponential_``, whose programs fill every SM and so did not overlap the statistics launch: one
+H200, whole calls (2026-12-04), torch draws against kernel draws, 1 × 4 57.5–74.2 / 47.3–59.0 µs,
+8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 / 110.4–112.0."""
 
 MIN_VOCAB: Final = 16
 """Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""

@@ -45,7 +45,7 @@ def test_arguments_are_checked(capacity: int, capture_after: int) -> None:
 def test_drawn_max_values_is_checked() -> None:
     with pytest.raises(ValueError, match="got -1"):
         RejectionSampler(drawn_max_values=-1)
-    assert RejectionSampler().drawn_max_values == DRAWN_MAX_VALUES == 2**22
+    assert RejectionSampler().drawn_max_values == DRAWN_MAX_VALUES == 2**19
 
 
 def test_drawing_race_segments_divide_the_stride_and_fit_a_row() -> None:
