@@ -90,7 +90,8 @@ two IEEE divisions for every one of the B · V columns after the statistics laun
 draws during that launch (memory-bound, so its SMs have ALU to spare) and its race reads the
 noise. Bare graph replays, one H100, one process, medians of 100 (2026-12-06), drawing race against
 noise tensors: 1 × 4 20.1 / 21.8 µs, 8 × 4 29.6 / 26.3, 16 × 4 41.8 / 39.3, 32 × 4 69.9 / 61.9,
-64 × 4 104.2 / 104.3. Until then the bound was 2²², set when the tensors were drawn by torch's
+64 × 4 104.2 / 104.3 (no shape between 1 and 8 requests was measured; 4 splits the difference).
+Until then the bound was 2²², set when the tensors were drawn by torch's
 ``exponential_``, whose programs fill every SM and so did not overlap the statistics launch: one
 H200, whole calls (2026-12-04), torch draws against kernel draws, 1 × 4 57.5–74.2 / 47.3–59.0 µs,
 8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 / 110.4–112.0."""
