@@ -88,9 +88,11 @@ race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``, on a
 the statistics launch), then the chunked race. The drawing race computes Philox, a log, an exp and
 two IEEE divisions for every one of the B · V columns after the statistics launch; the tensor path
 draws during that launch (memory-bound, so its SMs have ALU to spare) and its race reads the
-noise. Bare graph replays, one H100, one process, medians of 100 (2026-12-06), drawing race against
-noise tensors: 1 × 4 20.1 / 21.8 µs, 8 × 4 29.6 / 26.3, 16 × 4 41.8 / 39.3, 32 × 4 69.9 / 61.9,
-64 × 4 104.2 / 104.3 (no shape between 1 and 8 requests was measured; 4 splits the difference).
+noise. Bare graph replays, one H100, medians of 100 (2026-12-06), drawing race against noise
+tensors, first process: 1 × 4 20.1 / 21.8 µs, 8 × 4 29.6 / 26.3, 16 × 4 41.8 / 39.3, 32 × 4 69.9 /
+61.9, 64 × 4 104.2 / 104.3; second process (another H100, three medians each): 1 × 4 18.1 / 20.1,
+2 × 4 19.7 / 20.9, 3 × 4 21.1 / 22.2, 4 × 4 21.0 / 22.0, 6 × 4 23.5 / 23.0, 8 × 4 25.8 / 24.8,
+32 × 4 63.4 / 61.9: the drawing race wins up to 4 requests.
 Until then the bound was 2²², set when the tensors were drawn by torch's
 ``exponential_``, whose programs fill every SM and so did not overlap the statistics launch: one
 H200, whole calls (2026-12-04), torch draws against kernel draws, 1 × 4 57.5–74.2 / 47.3–59.0 µs,
