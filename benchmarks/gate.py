@@ -8,8 +8,8 @@ tests a ``-k`` filter deselects passes, unless every suite's were). Extra argume
 both pytest runs after ours (``-s`` to print every target); ``--benchmark-json=F`` stores the two
 suites' runs merged into one file, the layout of a stored baseline.
 
-Each suite's threshold is what unchanged code held on a noisy machine, from the stored runs: the
-decode steps (milliseconds of GPU work) moved at most 4.2% between runs, so 10%; the sampler's
+Each suite's threshold is what unchanged code held on a noisy machine, in runs of the same code
+(the README's threshold table; the stored files are the latest two runs per card): the decode steps (milliseconds of GPU work) moved at most 4.2% between runs, so 10%; the sampler's
 whole calls (tens of µs, mostly host time) moved up to 1.67× between runs of the same code (8 × 4
 on one H200, 47.3 against 78.8 µs), so 100%. A 30% gate over both failed unchanged code on
 2026-12-06 (1 × 4 at 60.5 against 43.0 µs).

@@ -177,6 +177,9 @@ def test_merged_runs_keep_the_first_runs_machine_and_every_benchmark(tmp_path: P
         merge_runs([], tmp_path / "none.json")
 
 
+QUIET = ["-q", "-p", "no:cacheprovider"]
+"""pytest arguments for the stand-in suites' runs: no output to speak of, no cache written."""
+
 STAND_IN = """
 import time
 
@@ -207,12 +210,12 @@ def test_a_suite_fails_past_its_threshold_and_passes_within_it(tmp_path: Path) -
     ``--benchmark-json`` holds the run either way."""
     suite = _stand_in(tmp_path)
     first = tmp_path / "first.json"
-    assert run_suites([suite], _four_ms_baseline(tmp_path), ["-q", "-p", "no:cacheprovider"], first) == 0
+    assert run_suites([suite], _four_ms_baseline(tmp_path), QUIET, first) == 0
     assert [bench["name"] for bench in _load(first)["benchmarks"]] == ["test_sleep"]
     again = tmp_path / "again.json"
-    assert run_suites([suite], first, ["-q", "-p", "no:cacheprovider"], again) == 0
+    assert run_suites([suite], first, QUIET, again) == 0
     faster = _scaled(first, 0.1, tmp_path / "faster.json")
-    assert run_suites([suite], faster, ["-q", "-p", "no:cacheprovider"], tmp_path / "third.json") == 1
+    assert run_suites([suite], faster, QUIET, tmp_path / "third.json") == 1
     assert (tmp_path / "third.json").is_file()
 
 
@@ -238,11 +241,11 @@ def test_a_suite_filtered_away_passes_unless_every_suite_is(tmp_path: Path) -> N
     suites = [_stand_in(tmp_path), _stand_in(tmp_path, "test_other.py", "test_nap")]
     baseline = _four_ms_baseline(tmp_path)
     target = tmp_path / "merged.json"
-    assert run_suites(suites, baseline, ["-q", "-p", "no:cacheprovider", "-k", "test_sleep"], target) == 0
+    assert run_suites(suites, baseline, [*QUIET, "-k", "test_sleep"], target) == 0
     assert [bench["name"] for bench in _load(target)["benchmarks"]] == ["test_sleep"]
-    assert run_suites(suites, baseline, ["-q", "-p", "no:cacheprovider", "-k", "nothing_matches"], None) == NO_TESTS
+    assert run_suites(suites, baseline, [*QUIET, "-k", "nothing_matches"], None) == NO_TESTS
     faster = _scaled(target, 0.1, tmp_path / "faster.json")
-    assert run_suites(suites, faster, ["-q", "-p", "no:cacheprovider", "-k", "test_sleep"], None) == 1
+    assert run_suites(suites, faster, [*QUIET, "-k", "test_sleep"], None) == 1
 
 
 def test_a_suite_past_its_time_limit_fails_the_gate(tmp_path: Path) -> None:

@@ -92,11 +92,11 @@ noise. Bare graph replays, one H100, medians of 100 (2026-12-06), drawing race a
 tensors, first process: 1 × 4 20.1 / 21.8 µs, 8 × 4 29.6 / 26.3, 16 × 4 41.8 / 39.3, 32 × 4 69.9 /
 61.9, 64 × 4 104.2 / 104.3; second process (another H100, three medians each): 1 × 4 18.1 / 20.1,
 2 × 4 19.7 / 20.9, 3 × 4 21.1 / 22.2, 4 × 4 21.0 / 22.0, 6 × 4 23.5 / 23.0, 8 × 4 25.8 / 24.8,
-32 × 4 63.4 / 61.9: the drawing race wins up to 4 requests.
-Until then the bound was 2²², set when the tensors were drawn by torch's
-``exponential_``, whose programs fill every SM and so did not overlap the statistics launch: one
-H200, whole calls (2026-12-04), torch draws against kernel draws, 1 × 4 57.5–74.2 / 47.3–59.0 µs,
-8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 / 110.4–112.0."""
+32 × 4 63.4 / 61.9: the drawing race wins up to 4 requests. Until then the bound was 2²², set when
+the tensors were drawn by torch's ``exponential_``, whose programs fill every SM and so did not
+overlap the statistics launch: one H200, whole calls (2026-12-04), torch draws against kernel
+draws, 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 /
+110.4–112.0."""
 
 MIN_VOCAB: Final = 16
 """Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""
