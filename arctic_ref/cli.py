@@ -67,8 +67,9 @@ def _check(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_report_path(args.report)
     if args.impl:
-        options = TargetOptions(level=args.level, strict=args.strict, statistics=not args.no_statistics,
-                                option_prefix="--impl ")  # fmt: skip
+        options = TargetOptions(
+            level=args.level, strict=args.strict, statistics=not args.no_statistics, option_prefix="--impl "
+        )
         checks = build_impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
         _say(f"arctic-ref check: {len(checks)} checks of {', '.join(args.impl)}")
         results = run_impl_checks(checks, _say)
@@ -213,16 +214,29 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     job = GenerateJob(
-        model=args.model, seed=args.seed, dtype=args.dtype, tp=args.tp, sp=args.sp,
-        shift_threshold=args.shift_threshold, spec=args.spec, num_spec_tokens=args.num_spec_tokens,
-        prompts=read_prompts(args.prompts) if args.prompts else None, max_tokens=args.max_tokens,
-        temperature=args.temperature, sampling_seed=args.sampling_seed, device=args.device,
-        kernels=args.kernels, cuda_graphs=args.cuda_graphs, ignore_eos=args.ignore_eos,
+        model=args.model,
+        seed=args.seed,
+        dtype=args.dtype,
+        tp=args.tp,
+        sp=args.sp,
+        shift_threshold=args.shift_threshold,
+        spec=args.spec,
+        num_spec_tokens=args.num_spec_tokens,
+        prompts=read_prompts(args.prompts) if args.prompts else None,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        sampling_seed=args.sampling_seed,
+        device=args.device,
+        kernels=args.kernels,
+        cuda_graphs=args.cuda_graphs,
+        ignore_eos=args.ignore_eos,
         stop_token_ids=tuple(args.stop_token_ids or ()),
-    )  # fmt: skip
+    )
     engine = job.engine()
-    _say(f"arctic-ref generate: {engine.layout.world_size} rank(s), tp {args.tp} sp {args.sp}, {args.dtype}, "
-         f"spec {args.spec}, {'greedy' if args.temperature == 0 else f'temperature {args.temperature}'}")  # fmt: skip
+    _say(
+        f"arctic-ref generate: {engine.layout.world_size} rank(s), tp {args.tp} sp {args.sp}, {args.dtype}, "
+        f"spec {args.spec}, {'greedy' if args.temperature == 0 else f'temperature {args.temperature}'}"
+    )
     try:
         results = generate(job)
     except RankFailed as error:
@@ -230,10 +244,18 @@ def _generate(args: argparse.Namespace) -> int:
         return 1
     if args.json:
         for r in results:
-            print(json.dumps({"prompt_index": r.prompt_index, "output_token_ids": list(r.output_token_ids),
-                              "num_steps": r.num_steps, "num_draft_tokens": r.num_draft_tokens,
-                              "num_accepted_tokens": r.num_accepted_tokens,
-                              "finish_reason": r.finish_reason}))  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "prompt_index": r.prompt_index,
+                        "output_token_ids": list(r.output_token_ids),
+                        "num_steps": r.num_steps,
+                        "num_draft_tokens": r.num_draft_tokens,
+                        "num_accepted_tokens": r.num_accepted_tokens,
+                        "finish_reason": r.finish_reason,
+                    }
+                )
+            )
     else:
         print(format_results(results, job.prompt_ids(engine.model)))
     return 0
@@ -246,9 +268,14 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
     )
     check.add_argument("--only", help=f"comma-separated battery ids: {', '.join(BATTERY_IDS)}")
-    check.add_argument("--impl", action="append", default=[], metavar="COMPONENT=MODULE:ATTR",
-                       help="check your implementation instead of the batteries (repeatable); COMPONENT is one of "
-                            "suffix-cache, suffix-tree, sampler, exchange, drafter (as the pytest plugin's options)")  # fmt: skip
+    check.add_argument(
+        "--impl",
+        action="append",
+        default=[],
+        metavar="COMPONENT=MODULE:ATTR",
+        help="check your implementation instead of the batteries (repeatable); COMPONENT is one of "
+        "suffix-cache, suffix-tree, sampler, exchange, drafter (as the pytest plugin's options)",
+    )
     check.add_argument("--level", choices=("quick", "full"), default="quick", help="sampler kit level (--impl)")
     check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
     check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")
@@ -262,9 +289,13 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--sp", type=int, default=1)
     gen.add_argument("--shift-threshold", type=int, default=None, help="enable shift parallelism (needs --sp > 1)")
     gen.add_argument("--spec", choices=SPECS, default="none")
-    gen.add_argument("--num-spec-tokens", type=int, default=None,
-                     help="the most drafts per step; default per --spec: "
-                          + ", ".join(f"{m} {k}" for m, k in DEFAULT_NUM_SPEC_TOKENS.items()))  # fmt: skip
+    gen.add_argument(
+        "--num-spec-tokens",
+        type=int,
+        default=None,
+        help="the most drafts per step; default per --spec: "
+        + ", ".join(f"{m} {k}" for m, k in DEFAULT_NUM_SPEC_TOKENS.items()),
+    )
     gen.add_argument("--prompts", type=Path, help='JSON lines, each {"prompt_token_ids": [...]}')
     gen.add_argument("--max-tokens", type=int, default=32)
     gen.add_argument("--ignore-eos", action="store_true", help="the checkpoint's eos_token_id does not stop")

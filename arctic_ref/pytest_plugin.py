@@ -34,26 +34,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("arctic-ref", "check your implementation against arctic_ref")
     for component, meaning in COMPONENT_OPTIONS.items():
         group.addoption(f"--arctic-ref-{component}", action="append", default=[], metavar="MODULE:ATTR", help=meaning)
-    group.addoption("--arctic-ref-level", choices=("quick", "full"), default="quick",
-                    help="sampler kit level: quick (400 exact cases, 50,000 requests per statistical test) or full")  # fmt: skip
+    group.addoption(
+        "--arctic-ref-level",
+        choices=("quick", "full"),
+        default="quick",
+        help="sampler kit level: quick (400 exact cases, 50,000 requests per statistical test) or full",
+    )
     group.addoption("--arctic-ref-device", choices=("cpu", "cuda"), default="cpu", help="device of the sampler kit")
-    group.addoption("--arctic-ref-profile", choices=("intended", "vllm-0.9.2"), default="intended",
-                    help="sampler profile: the intended numerics, or vLLM 0.9.2's")  # fmt: skip
-    group.addoption("--arctic-ref-backend", choices=("gloo", "nccl"), default="gloo",
-                    help="the exchange's process groups: gloo on CPU, nccl with one GPU per rank")  # fmt: skip
-    group.addoption("--arctic-ref-no-statistics", action="store_true",
-                    help="sampler: the exact checks only (S1-S5 pass untested); for a fast pre-commit run")  # fmt: skip
-    group.addoption("--arctic-ref-strict", action="store_true",
-                    help="fail on documented upstream differences (X1-X7) too; they are reported either way")  # fmt: skip
-    group.addoption("--arctic-ref-hypothesis-profile", choices=("dev", "ci", "nightly"), default="ci",
-                    help="Hypothesis profile of the state machines (ci: derandomized, the default)")  # fmt: skip
+    group.addoption(
+        "--arctic-ref-profile",
+        choices=("intended", "vllm-0.9.2"),
+        default="intended",
+        help="sampler profile: the intended numerics, or vLLM 0.9.2's",
+    )
+    group.addoption(
+        "--arctic-ref-backend",
+        choices=("gloo", "nccl"),
+        default="gloo",
+        help="the exchange's process groups: gloo on CPU, nccl with one GPU per rank",
+    )
+    group.addoption(
+        "--arctic-ref-no-statistics",
+        action="store_true",
+        help="sampler: the exact checks only (S1-S5 pass untested); for a fast pre-commit run",
+    )
+    group.addoption(
+        "--arctic-ref-strict",
+        action="store_true",
+        help="fail on documented upstream differences (X1-X7) too; they are reported either way",
+    )
+    group.addoption(
+        "--arctic-ref-hypothesis-profile",
+        choices=("dev", "ci", "nightly"),
+        default="ci",
+        help="Hypothesis profile of the state machines (ci: derandomized, the default)",
+    )
 
 
 def _requested(config: pytest.Config) -> list[tuple[str, str]]:
     return [
-        (component, value)
-        for component in COMPONENT_OPTIONS
-        for value in config.getoption(f"--arctic-ref-{component}")
+        (component, value) for component in COMPONENT_OPTIONS for value in config.getoption(f"--arctic-ref-{component}")
     ]
 
 
@@ -68,16 +88,20 @@ def pytest_configure(config: pytest.Config) -> None:
     loading = importlib.import_module(f"{KIT}.loading")
     importlib.import_module("arctic_ref.testing.profiles").register_profiles()
     options = targets.TargetOptions(
-        level=config.getoption("--arctic-ref-level"), device=config.getoption("--arctic-ref-device"),
-        profile=config.getoption("--arctic-ref-profile"), strict=config.getoption("--arctic-ref-strict"),
+        level=config.getoption("--arctic-ref-level"),
+        device=config.getoption("--arctic-ref-device"),
+        profile=config.getoption("--arctic-ref-profile"),
+        strict=config.getoption("--arctic-ref-strict"),
         hypothesis_profile=config.getoption("--arctic-ref-hypothesis-profile"),
         statistics=not config.getoption("--arctic-ref-no-statistics"),
         backend=config.getoption("--arctic-ref-backend"),
-    )  # fmt: skip
+    )
     checks = []
     for component, value in requested:
         try:
-            checks.append((value, targets.target_checks(component, value, options, base_dir=config.invocation_params.dir)))
+            checks.append(
+                (value, targets.target_checks(component, value, options, base_dir=config.invocation_params.dir))
+            )
         except loading.TargetError as error:
             raise pytest.UsageError(str(error)) from None
     config.stash[_CHECKS] = checks

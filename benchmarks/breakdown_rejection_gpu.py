@@ -22,10 +22,17 @@ from benchmarks.cuda_timing import median_ms
 
 VOCAB = 128_256
 SWEEP = (
-    (2048, 4, 2048, 8, None), (4096, 8, 2048, 8, None), (1024, 4, 2048, 8, None), (2048, 4, 1024, 4, None),
-    (2048, 4, 2048, 4, None), (2048, 4, 1024, 8, None), (2048, 4, 4096, 8, None), (2048, 4, 1024, 4, 64),
-    (2048, 4, 2048, 8, 32), (2048, 4, 2048, 8, 8),
-)  # fmt: skip
+    (2048, 4, 2048, 8, None),
+    (4096, 8, 2048, 8, None),
+    (1024, 4, 2048, 8, None),
+    (2048, 4, 1024, 4, None),
+    (2048, 4, 2048, 4, None),
+    (2048, 4, 1024, 8, None),
+    (2048, 4, 4096, 8, None),
+    (2048, 4, 1024, 4, 64),
+    (2048, 4, 2048, 8, 32),
+    (2048, 4, 2048, 8, 8),
+)
 """(statistics columns, warps, race columns, warps, race chunks: None for ``race_chunks``) per row."""
 
 
@@ -61,8 +68,11 @@ def host_timeline(sampler: RejectionSampler, args: tuple, calls: int = 2000) -> 
     for _ in range(calls):
         sampler(*args)
     whole = clock() - start
-    print("  host clock per call: " + ", ".join(f"{k} {v / calls * 1e6:.1f}" for k, v in spent.items())
-          + f" | sum {sum(spent.values()) / calls * 1e6:.1f}, whole call {whole / calls * 1e6:.1f} us")  # fmt: skip
+    print(
+        "  host clock per call: "
+        + ", ".join(f"{k} {v / calls * 1e6:.1f}" for k, v in spent.items())
+        + f" | sum {sum(spent.values()) / calls * 1e6:.1f}, whole call {whole / calls * 1e6:.1f} us"
+    )
 
 
 def kernel_us(fn: Callable[[], object], calls: int = 20) -> dict[str, float]:
@@ -103,7 +113,9 @@ def breakdown(reqs: int, drafts: int) -> None:
         "validate_inputs (sync)": lambda: validate_inputs(*args, INTENDED),
         "draw_noise": lambda: draw_noise([drafts] * reqs, VOCAB, meta, device="cuda"),
         "stats partials kernel": lambda: stats_partials(logits, tau, cu, drafts),
-        "fused kernels (2)": lambda: fused_kernels(ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials),
+        "fused kernels (2)": lambda: fused_kernels(
+            ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials
+        ),
         "fused kernels, checked": lambda: fused_kernels(
             ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, checks=checks
         ),
@@ -121,13 +133,29 @@ def breakdown(reqs: int, drafts: int) -> None:
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=50))
     host_timeline(sampler, args)  # its first step is the graph key
     for block, warps, race_block, race_warps, chunks in SWEEP:
-        times = kernel_us(lambda b=block, w=warps, r=race_block, rw=race_warps, c=chunks: fused_kernels(
-            ids, cu, drafts, None, logits, bonus, tau, noise.uniforms, noise.exponentials, block=b, warps=w,
-            race_block=r, race_warps=rw, race_chunk_count=c,
-        ))  # fmt: skip
+        times = kernel_us(
+            lambda b=block, w=warps, r=race_block, rw=race_warps, c=chunks: fused_kernels(
+                ids,
+                cu,
+                drafts,
+                None,
+                logits,
+                bonus,
+                tau,
+                noise.uniforms,
+                noise.exponentials,
+                block=b,
+                warps=w,
+                race_block=r,
+                race_warps=rw,
+                race_chunk_count=c,
+            )
+        )
         stats, race = times.get("_stats_verify_kernel", 0.0), times.get("_race_finish_kernel", 0.0)
-        print(f"  stats {block} x {warps} warps: {stats:6.1f} us | race {race_block} x {race_warps} warps, "
-              f"{chunks or race_chunks(reqs)} chunks: {race:6.1f} us")  # fmt: skip
+        print(
+            f"  stats {block} x {warps} warps: {stats:6.1f} us | race {race_block} x {race_warps} warps, "
+            f"{chunks or race_chunks(reqs)} chunks: {race:6.1f} us"
+        )
 
 
 for shape in ((1, 4), (8, 4), (32, 4), (256, 4), (256, 16)):

@@ -108,9 +108,13 @@ def gate_args(suite: Suite, baseline: Path, json_path: Path, extra: Sequence[str
     """pytest's arguments for one suite's gate against ``baseline``, storing its run in ``json_path``,
     then ``extra``."""
     return [
-        str(suite.path), "--benchmark-only", f"--benchmark-compare={baseline}",
-        f"--benchmark-compare-fail={suite.compare_fail}", f"{JSON_FLAG}={json_path}", *extra,
-    ]  # fmt: skip
+        str(suite.path),
+        "--benchmark-only",
+        f"--benchmark-compare={baseline}",
+        f"--benchmark-compare-fail={suite.compare_fail}",
+        f"{JSON_FLAG}={json_path}",
+        *extra,
+    ]
 
 
 def merge_runs(parts: Sequence[Path], target: Path) -> None:
@@ -124,9 +128,12 @@ def merge_runs(parts: Sequence[Path], target: Path) -> None:
 
 
 def run_suites(
-    suites: Sequence[Suite], baseline: Path, extra: Sequence[str], target: Path | None,
+    suites: Sequence[Suite],
+    baseline: Path,
+    extra: Sequence[str],
+    target: Path | None,
     timeout_s: float = SUITE_TIMEOUT_S,
-) -> int:  # fmt: skip
+) -> int:
     """Each suite in its own pytest process against ``baseline``, with ``extra`` after our arguments:
     the first failing exit status (124 for a suite stopped at ``timeout_s``), else 0. A suite with no
     tests selected (5) fails the gate only when no suite had any. ``target``, if given, gets the

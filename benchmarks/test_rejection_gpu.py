@@ -45,8 +45,16 @@ def _inputs(reqs: int, drafts: int, with_probs: bool, temperature: torch.Tensor 
     probs = torch.softmax(torch.randn(total, VOCAB, device="cuda", generator=g), dim=1) if with_probs else None
     tau = torch.ones(reqs, device="cuda") if temperature is None else temperature
     meta = SamplingMetadata(temperature=tau, all_greedy=False, all_random=bool((tau >= 1e-5).all()))
-    return (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, probs, logits,
-            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    return (
+        draft_ids,
+        [drafts] * reqs,
+        drafts,
+        torch.arange(1, reqs + 1, device="cuda") * drafts,
+        probs,
+        logits,
+        torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+        meta,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +65,23 @@ def bandwidth() -> float:
     return 2 * a.numel() * 4 / (median_ms(lambda: b.copy_(a), runs=20) * 1e-3)
 
 
-SHAPES = [(1, 4, False), (8, 4, False), (32, 4, False), (256, 4, False), (256, 16, False), (64, 8, True), (256, 4, True)]
+SHAPES = [
+    (1, 4, False),
+    (8, 4, False),
+    (32, 4, False),
+    (256, 4, False),
+    (256, 16, False),
+    (64, 8, True),
+    (256, 4, True),
+]
 
 
 @pytest.mark.parametrize(
     ("reqs", "drafts", "with_probs"), SHAPES, ids=[f"{r}x{d}" + ("-probs" if p else "") for r, d, p in SHAPES]
 )
-def test_rejection_sample_against_floor(benchmark: Any, bandwidth: float, reqs: int, drafts: int, with_probs: bool) -> None:
+def test_rejection_sample_against_floor(
+    benchmark: Any, bandwidth: float, reqs: int, drafts: int, with_probs: bool
+) -> None:
     name = f"{reqs}x{drafts}" + ("-probs" if with_probs else "")
     args = _inputs(reqs, drafts, with_probs)
     read_bytes = args[5].numel() * 4 * (2 if with_probs else 1)
@@ -76,12 +94,19 @@ def test_rejection_sample_against_floor(benchmark: Any, bandwidth: float, reqs: 
     benchmark.pedantic(lambda: (sampler(*args), torch.cuda.synchronize()), rounds=100, warmup_rounds=20)
     assert sampler.replays > 0
     figures = {
-        "copy_bandwidth_TBps": bandwidth / 1e12, "floor_ms": floor_ms, "plain_torch_ms": plain_ms,
-        "eager_fused_ms": eager_ms, "graph_ms": graph_ms, "graph_over_floor": graph_ms / floor_ms,
-        "graph_over_plain_torch": graph_ms / plain_ms, "eager_over_graph": eager_ms / graph_ms,
-    }  # fmt: skip
+        "copy_bandwidth_TBps": bandwidth / 1e12,
+        "floor_ms": floor_ms,
+        "plain_torch_ms": plain_ms,
+        "eager_fused_ms": eager_ms,
+        "graph_ms": graph_ms,
+        "graph_over_floor": graph_ms / floor_ms,
+        "graph_over_plain_torch": graph_ms / plain_ms,
+        "eager_over_graph": eager_ms / graph_ms,
+    }
     target = TARGET_MS.get(name)
-    verdict = "no target" if target is None else f"target <= {target:.3f} ms: {'met' if graph_ms <= target else 'NOT met'}"
+    verdict = (
+        "no target" if target is None else f"target <= {target:.3f} ms: {'met' if graph_ms <= target else 'NOT met'}"
+    )
     benchmark.extra_info.update(figures | {"target_ms": target})
     print(f"\n{name}: " + ", ".join(f"{k} {v:.4f}" for k, v in figures.items()) + f" | {verdict}")
 
@@ -92,8 +117,13 @@ def test_realistic_mix_breakdown(benchmark: Any) -> None:
     reqs, drafts = 64, 4
     tau = torch.where(torch.arange(reqs, device="cuda") % 2 == 0, 0.0, 0.8)
     ids, counts, k, cu, q, logits, bonus, _ = _inputs(reqs, drafts, False, tau)
-    meta = SamplingMetadata(temperature=tau, all_greedy=False, all_random=False,
-                            top_k=torch.full((reqs,), 50, device="cuda"), top_p=torch.full((reqs,), 0.9, device="cuda"))  # fmt: skip
+    meta = SamplingMetadata(
+        temperature=tau,
+        all_greedy=False,
+        all_random=False,
+        top_k=torch.full((reqs,), 50, device="cuda"),
+        top_p=torch.full((reqs,), 0.9, device="cuda"),
+    )
     args = (ids, counts, k, cu, q, logits, bonus, meta)
     noise = draw_noise(counts, VOCAB, meta, device="cuda")
     parts = {

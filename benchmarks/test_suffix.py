@@ -102,8 +102,10 @@ def test_ratios_against_upstream(benchmark: Any, trace: list[TraceRequest]) -> N
     print(
         "\n" + "\n".join(f"{k:>38}: {v:.3f}" if isinstance(v, float) else f"{k:>38}: {v}" for k, v in figures.items())
     )
-    for name, value, goal in (("speculate", figures["speculate_ratio_median"], SPECULATE_GOAL),
-                              ("update per token", figures["extend_ratio_median"], EXTEND_GOAL)):  # fmt: skip
+    for name, value, goal in (
+        ("speculate", figures["speculate_ratio_median"], SPECULATE_GOAL),
+        ("update per token", figures["extend_ratio_median"], EXTEND_GOAL),
+    ):
         print(f"{name} ratio to upstream: {value:.2f}x, goal <= {goal:.0f}x: {'met' if value <= goal else 'not met'}")
     assert figures["speculate_ratio_median"] <= SPECULATE_TARGET
     assert figures["extend_ratio_median"] <= EXTEND_TARGET

@@ -73,8 +73,10 @@ def test_low_precision_within_tolerance_table(
     outcomes: dict[tuple[str, str], LayoutOutcome], name: str, dtype: str
 ) -> None:
     result = compare(outcomes[("L0", dtype)], outcomes[(name, dtype)])
-    print(f"\n{name} {dtype}: max|Δ| {result.max_abs:.2e} mean {result.mean_abs:.2e}, "
-          f"identical {result.identical_tokens}, first divergence {result.first_divergence}")  # fmt: skip
+    print(
+        f"\n{name} {dtype}: max|Δ| {result.max_abs:.2e} mean {result.mean_abs:.2e}, "
+        f"identical {result.identical_tokens}, first divergence {result.first_divergence}"
+    )
     assert not result.failed, result
 
 
@@ -95,12 +97,19 @@ def _steps(outcome: LayoutOutcome) -> int:
     [
         ("L1", {("all_reduce", "tp"): 1 + 2 * LAYERS, ("all_gather", "tp"): 1}),
         ("L2", {("all_to_all", "sp"): 2 * LAYERS, ("all_gather", "sp"): 1}),
-        ("L3", {("all_reduce", "tp"): 1 + 2 * LAYERS, ("all_to_all", "sp"): 2 * LAYERS,
-                ("all_gather", "sp"): 1, ("all_gather", "tp"): 1}),
+        (
+            "L3",
+            {
+                ("all_reduce", "tp"): 1 + 2 * LAYERS,
+                ("all_to_all", "sp"): 2 * LAYERS,
+                ("all_gather", "sp"): 1,
+                ("all_gather", "tp"): 1,
+            },
+        ),
         ("L7", {("all_reduce", "shift"): 1 + 2 * LAYERS, ("all_gather", "shift"): 1}),
     ],
     ids=["TP", "Ulysses", "SPxTP", "SHIFT"],
-)  # fmt: skip
+)
 def test_collective_counts_per_mode(
     outcomes: dict[tuple[str, str], LayoutOutcome], name: str, per_step: dict[tuple[str, str], int]
 ) -> None:
@@ -123,8 +132,11 @@ def test_packed_forward_makes_the_reference_collectives(
 @pytest.mark.parametrize("world", [2, 4])
 def test_ulysses_exchanges(world: int) -> None:
     for figures in spawn_ranks(check_exchanges, world_size=world, timeout_s=120):
-        assert values(figures) == {"seq_to_heads_equals_oracle": 1.0, "round_trip_bitwise": 1.0,
-                                   "all_gather_token_order": 1.0}  # fmt: skip
+        assert values(figures) == {
+            "seq_to_heads_equals_oracle": 1.0,
+            "round_trip_bitwise": 1.0,
+            "all_gather_token_order": 1.0,
+        }
         _all_passed(figures)
 
 
@@ -142,8 +154,12 @@ def test_comm_volumes_equal_the_formulas(world: int, sizes: tuple[int, int]) -> 
     """parallel.md §2.4 and §5.3: every BASE and SHIFT step's CountingComm elements and bytes per
     (op, group) equal ``comm_volume`` exactly; call counts per op family agree with CommDebugMode."""
     for figures in spawn_ranks(check_volumes, sizes, world_size=world, timeout_s=120):
-        assert values(figures) == {"volumes_equal_formulas": 1.0, "bytes_equal_formulas": 1.0, "both_modes_seen": 1.0,
-                                   "comm_debug_mode_agrees": 1.0}  # fmt: skip
+        assert values(figures) == {
+            "volumes_equal_formulas": 1.0,
+            "bytes_equal_formulas": 1.0,
+            "both_modes_seen": 1.0,
+            "comm_debug_mode_agrees": 1.0,
+        }
         _all_passed(figures)
 
 
@@ -174,5 +190,7 @@ def test_interleaved_runners_equal_their_solo_runs_and_touch_no_globals() -> Non
     """runner.md §1.4 item 4 (world 4): SP2×TP2 with shift and TP4 on the same ranks, stepped
     alternately; no arctic_ref module global changes while they run."""
     for figures in spawn_ranks(check_interleaved_layouts, world_size=4, timeout_s=300):
-        assert values(figures) == {"interleaved_equal_solo": 1.0, "layouts_agree": 1.0, "unchanged_globals": 1.0}, figures
+        assert values(figures) == {"interleaved_equal_solo": 1.0, "layouts_agree": 1.0, "unchanged_globals": 1.0}, (
+            figures
+        )
         _all_passed(figures)

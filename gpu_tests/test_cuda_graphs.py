@@ -24,8 +24,13 @@ GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
 
 
 def _engine(graphs: bool) -> EngineConfig:
-    return EngineConfig(model=tiny_config(), layout=ParallelLayout(1, 1, 1), device="cuda", cuda_graphs=graphs,
-                        scheduler=SchedulerConfig(max_num_batched_tokens=256, max_model_len=512))  # fmt: skip
+    return EngineConfig(
+        model=tiny_config(),
+        layout=ParallelLayout(1, 1, 1),
+        device="cuda",
+        cuda_graphs=graphs,
+        scheduler=SchedulerConfig(max_num_batched_tokens=256, max_model_len=512),
+    )
 
 
 def _snapshot(cache: KVCache) -> KVCache:
@@ -53,9 +58,11 @@ def test_every_captured_size_replays_like_eager() -> None:
         ids = torch.randint(1, 512, (real,), device="cuda")
         meta = AttentionMetadata(query_start_loc=(0, real), seq_lens=(real,), context_slots=(slots,))
         padded = ForwardInputs(
-            input_ids=torch.cat([ids, ids.new_zeros(pad)]), positions=torch.cat([torch.arange(real, device="cuda"), ids.new_zeros(pad)]),
-            slot_mapping=torch.cat([slots, slots.new_full((pad,), -1)]), attention=meta,
-        )  # fmt: skip
+            input_ids=torch.cat([ids, ids.new_zeros(pad)]),
+            positions=torch.cat([torch.arange(real, device="cuda"), ids.new_zeros(pad)]),
+            slot_mapping=torch.cat([slots, slots.new_full((pad,), -1)]),
+            attention=meta,
+        )
         plan = plan_step(real, policy=runner.policy, graphs=runner.graphs, groups=GROUPS)
         assert plan.num_input_tokens == size and plan.graph_size == size
         before = _snapshot(runner.cache)
@@ -69,8 +76,12 @@ def test_every_captured_size_replays_like_eager() -> None:
             plan_step(real, policy=runner.policy, graphs=runner.graphs.eager(), groups=GROUPS),
         )
         eager_cache = _snapshot(before)
-        static_inputs = ForwardInputs(input_ids=padded.input_ids, positions=padded.positions, slot_mapping=padded.slot_mapping,
-                                      attention=batched_metadata(meta, size, runner.graph_context, torch.device("cuda")))  # fmt: skip
+        static_inputs = ForwardInputs(
+            input_ids=padded.input_ids,
+            positions=padded.positions,
+            slot_mapping=padded.slot_mapping,
+            attention=batched_metadata(meta, size, runner.graph_context, torch.device("cuda")),
+        )
         eager = forward(runner.models[plan.mode], static_inputs, eager_cache, plan)
         replayed = runner.graph_for(plan).replay(padded).clone()
         assert torch.equal(replayed, eager), size  # same padded shape: bit for bit

@@ -131,9 +131,12 @@ def test_gated_linear_equals_silu_mul_of_linear(rows: int, inter: int, k_in: int
 
 
 @pytest.mark.parametrize("rows", [1, 5, 16, 17])
-@pytest.mark.parametrize(("q_heads", "kv_heads", "head_dim", "k_in"), [(8, 2, 128, 512), (4, 4, 64, 96), (6, 2, 32, 64), (4, 2, 16, 64)])
-def test_qkv_write_cache_equals_linear_then_rope_write(rows: int, q_heads: int, kv_heads: int, head_dim: int,
-                                                       k_in: int) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("q_heads", "kv_heads", "head_dim", "k_in"), [(8, 2, 128, 512), (4, 4, 64, 96), (6, 2, 32, 64), (4, 2, 16, 64)]
+)
+def test_qkv_write_cache_equals_linear_then_rope_write(
+    rows: int, q_heads: int, kv_heads: int, head_dim: int, k_in: int
+) -> None:
     """The fused qkv projection with the cache write (up to 16 bf16 rows and half a head a multiple
     of 16: one kernel; otherwise the two ops) gives ``linear``'s qkv and ``rope_write_cache``'s
     cache bit for bit: every slot, unwritten ones NaN, a pad row (slot −1) writing nothing."""
@@ -146,8 +149,10 @@ def test_qkv_write_cache_equals_linear_then_rope_write(rows: int, q_heads: int, 
     cos, sin = rope_tables(positions, head_dim, 500_000.0, dtype)
     slots = torch.randperm(4 * BLOCK_SIZE, generator=g, device=CUDA)[:rows] + BLOCK_SIZE
     slots[rows // 2] = -1
-    caches = [KVCache.allocate(layers=1, num_blocks=6, heads=kv_heads, head_dim=head_dim, dtype=dtype, device=CUDA)
-              for _ in range(2)]  # fmt: skip
+    caches = [
+        KVCache.allocate(layers=1, num_blocks=6, heads=kv_heads, head_dim=head_dim, dtype=dtype, device=CUDA)
+        for _ in range(2)
+    ]
     ours = qkv_write_cache(x, w, cos, sin, slots, caches[0].keys[0], caches[0].values[0])
     want = linear(x, w)
     kv = kv_heads * head_dim
@@ -172,12 +177,23 @@ def test_qkv_write_cache_rejects_bad_shapes_before_writing() -> None:
     cos = torch.zeros(2, 32, dtype=dtype, device=CUDA)
     slots = torch.tensor([16, 17], device=CUDA)
     with pytest.raises(ValueError, match=r"weight \(128, 64\) is not \[q; k; v\]"):
-        qkv_write_cache(x, torch.zeros(128, 64, dtype=dtype, device=CUDA), cos, cos, slots, cache.keys[0], cache.values[0])
+        qkv_write_cache(
+            x, torch.zeros(128, 64, dtype=dtype, device=CUDA), cos, cos, slots, cache.keys[0], cache.values[0]
+        )
     with pytest.raises(ValueError, match="do not chain"):
-        qkv_write_cache(x, torch.zeros(256, 32, dtype=dtype, device=CUDA), cos, cos, slots, cache.keys[0], cache.values[0])
+        qkv_write_cache(
+            x, torch.zeros(256, 32, dtype=dtype, device=CUDA), cos, cos, slots, cache.keys[0], cache.values[0]
+        )
     with pytest.raises(ValueError, match=r"slots \(3,\) for 2 rows"):
-        qkv_write_cache(x, torch.zeros(256, 64, dtype=dtype, device=CUDA), cos, cos, torch.tensor([16, 17, 18], device=CUDA),
-                        cache.keys[0], cache.values[0])  # fmt: skip
+        qkv_write_cache(
+            x,
+            torch.zeros(256, 64, dtype=dtype, device=CUDA),
+            cos,
+            cos,
+            torch.tensor([16, 17, 18], device=CUDA),
+            cache.keys[0],
+            cache.values[0],
+        )
     assert torch.equal(cache.keys[0].nan_to_num(7.0), before.nan_to_num(7.0))
 
 
@@ -187,14 +203,24 @@ def test_fused_forward_with_qkv_write_equals_the_two_ops() -> None:
     caches bit for bit as ``TRITON_OPS`` without ``qkv_write_cache``."""
     config = replace(tiny_config(), head_dim=64)
     packed = pack_projections(LlamaShard(config, random_weights_on(config, 0, torch.bfloat16, CUDA), 0, 1))
-    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
-                               head_dim=config.head_dim, dtype=torch.bfloat16, device=CUDA) for _ in range(2)]  # fmt: skip
+    caches = [
+        KVCache.allocate(
+            layers=config.num_hidden_layers,
+            num_blocks=16,
+            heads=config.num_key_value_heads,
+            head_dim=config.head_dim,
+            dtype=torch.bfloat16,
+            device=CUDA,
+        )
+        for _ in range(2)
+    ]
     g = torch.Generator().manual_seed(6)
     history = {0: 0, 1: 0, 2: 0}
     for counts in ([20, 7, 13], [1, 4, 3]):
         inputs = mixed_step(counts, history, config.vocab_size, g, 3, CUDA)
-        plan = plan_step(sum(counts) + 3, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(),
-                         groups=GROUPS)  # fmt: skip
+        plan = plan_step(
+            sum(counts) + 3, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS
+        )
         fused = fused_forward(packed, inputs, caches[0], plan, TRITON_OPS)
         apart = fused_forward(packed, inputs, caches[1], plan, replace(TRITON_OPS, qkv_write_cache=None))
         assert torch.equal(fused, apart)
@@ -273,16 +299,26 @@ def test_fused_forward_matches_forward(dtype: torch.dtype) -> None:
     each; hidden states compared on real rows, then the caches."""
     model, packed = _tiny(dtype)
     config = model.config
-    caches = [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
-                               head_dim=config.head_dim, dtype=dtype, device=CUDA) for _ in range(2)]  # fmt: skip
+    caches = [
+        KVCache.allocate(
+            layers=config.num_hidden_layers,
+            num_blocks=16,
+            heads=config.num_key_value_heads,
+            head_dim=config.head_dim,
+            dtype=dtype,
+            device=CUDA,
+        )
+        for _ in range(2)
+    ]
     g = torch.Generator().manual_seed(5)
     history = {0: 0, 1: 0, 2: 0}
     for counts in ([20, 7, 13], [1, 4, 3]):
         pad = 3
         inputs = mixed_step(counts, history, config.vocab_size, g, pad, CUDA)
         real = sum(counts)
-        plan = plan_step(real + pad, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(),
-                         groups=GROUPS)  # fmt: skip
+        plan = plan_step(
+            real + pad, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS
+        )
         want = forward(model, inputs, caches[0], plan)[:real]
         got = fused_forward(packed, inputs, caches[1], plan, TRITON_OPS)[:real]
         delta = float((got.double() - want.double()).abs().max())
@@ -298,11 +334,14 @@ def test_fused_forward_matches_forward(dtype: torch.dtype) -> None:
 def test_fused_forward_rejects_unpacked_weights() -> None:
     model, _ = _tiny(torch.float32)
     plan = plan_step(1, policy=ShiftPolicy(ParallelLayout(1, 1, 1)), graphs=GraphTables.eager(), groups=GROUPS)
-    inputs = ForwardInputs(input_ids=torch.zeros(1, dtype=torch.int64, device=CUDA),
-                           positions=torch.zeros(1, dtype=torch.int64, device=CUDA),
-                           slot_mapping=torch.full((1,), 16, dtype=torch.int64, device=CUDA),
-                           attention=AttentionMetadata(query_start_loc=(0, 1), seq_lens=(1,),
-                                                       context_slots=(torch.tensor([16], device=CUDA),)))  # fmt: skip
+    inputs = ForwardInputs(
+        input_ids=torch.zeros(1, dtype=torch.int64, device=CUDA),
+        positions=torch.zeros(1, dtype=torch.int64, device=CUDA),
+        slot_mapping=torch.full((1,), 16, dtype=torch.int64, device=CUDA),
+        attention=AttentionMetadata(
+            query_start_loc=(0, 1), seq_lens=(1,), context_slots=(torch.tensor([16], device=CUDA),)
+        ),
+    )
     cache = KVCache.allocate(layers=4, num_blocks=2, heads=2, head_dim=16, dtype=torch.float32, device=CUDA)
     with pytest.raises(ValueError, match="pack_projections"):
         fused_forward(model, inputs, cache, plan, TRITON_OPS)
@@ -310,9 +349,15 @@ def test_fused_forward_rejects_unpacked_weights() -> None:
 
 def _generate(dtype: torch.dtype, kernels: str, graphs: bool) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
     config = tiny_config()
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), dtype=dtype, device="cuda",
-                          kernels=kernels, cuda_graphs=graphs,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=256))  # fmt: skip
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        dtype=dtype,
+        device="cuda",
+        kernels=kernels,
+        cuda_graphs=graphs,
+        scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=256),
+    )
     records: list[SampleRecord] = []
     runner = build_runner(engine, random_weights_on(config, 0, dtype, torch.device("cpu")), GROUPS)
     prompts = builtin_prompts(config.vocab_size)

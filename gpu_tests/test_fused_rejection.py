@@ -26,8 +26,11 @@ def _to_cuda(args: tuple) -> tuple:  # type: ignore[type-arg]
 def _meta_cuda(meta: SamplingMetadata) -> SamplingMetadata:
     return SamplingMetadata(
         temperature=None if meta.temperature is None else meta.temperature.cuda(),
-        all_greedy=meta.all_greedy, all_random=meta.all_random, top_k=None, top_p=None,
-    )  # fmt: skip
+        all_greedy=meta.all_greedy,
+        all_random=meta.all_random,
+        top_k=None,
+        top_p=None,
+    )
 
 
 @pytest.mark.parametrize("seed", range(300))
@@ -68,8 +71,16 @@ def test_fused_equals_loop_on_benchmark_shape(drafts: int, with_probs: bool) -> 
         uniforms=torch.rand(total, dtype=torch.float64, device="cuda", generator=g),
         exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g),
     )
-    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, probs, logits,
-            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    args = (
+        draft_ids,
+        [drafts] * reqs,
+        drafts,
+        torch.arange(1, reqs + 1, device="cuda") * drafts,
+        probs,
+        logits,
+        torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+        meta,
+    )
     fast = rejection_sample_with_noise(*args, noise)
     slow = rejection_sample_loop(*args, noise)
     assert torch.equal(fast.cpu(), slow.cpu())
@@ -114,9 +125,19 @@ def test_fused_acceptance_sees_the_reference_probabilities_bit_for_bit(reqs: int
     examined = (torch.arange(total, device="cuda") // drafts) % drafts
     uniforms = torch.where(position < examined, 0.0, torch.where(position == examined, p_d, 0.5))
     meta = SamplingMetadata(temperature=tau, all_greedy=False, all_random=True)
-    noise = RejectionNoise(uniforms=uniforms, exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g))
-    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, None, logits,
-            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    noise = RejectionNoise(
+        uniforms=uniforms, exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g)
+    )
+    args = (
+        draft_ids,
+        [drafts] * reqs,
+        drafts,
+        torch.arange(1, reqs + 1, device="cuda") * drafts,
+        None,
+        logits,
+        torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+        meta,
+    )
     fast = rejection_sample_with_noise(*args, noise)
     slow = rejection_sample_loop(*args, noise)
     assert torch.equal(fast.cpu(), slow.cpu())
@@ -143,8 +164,16 @@ def test_fused_degenerate_residual_falls_back_to_p(with_probs: bool, tau: float)
         uniforms=torch.rand(total, dtype=torch.float64, device="cuda", generator=g),
         exponentials=torch.empty(reqs, vocab, device="cuda").exponential_(generator=g),
     )
-    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, probs, logits,
-            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    args = (
+        draft_ids,
+        [drafts] * reqs,
+        drafts,
+        torch.arange(1, reqs + 1, device="cuda") * drafts,
+        probs,
+        logits,
+        torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+        meta,
+    )
     fast = rejection_sample_with_noise(*args, noise)
     slow = rejection_sample_loop(*args, noise)
     assert torch.equal(fast.cpu(), slow.cpu())
@@ -167,8 +196,16 @@ def test_fused_path_under_the_v2_and_v6_conditions(with_probs: bool, seed: int) 
     logits[:, vocab - 100 :] = float("-inf")
     probs = torch.softmax(torch.randn(total, vocab, device="cuda", generator=g), dim=1) if with_probs else None
     meta = SamplingMetadata(temperature=torch.full((reqs,), 0.7, device="cuda"), all_greedy=False, all_random=True)
-    args = (draft_ids, [drafts] * reqs, drafts, torch.arange(1, reqs + 1, device="cuda") * drafts, probs, logits,
-            torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"), meta)  # fmt: skip
+    args = (
+        draft_ids,
+        [drafts] * reqs,
+        drafts,
+        torch.arange(1, reqs + 1, device="cuda") * drafts,
+        probs,
+        logits,
+        torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+        meta,
+    )
     before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     for _ in range(20):
         noise = RejectionNoise(
@@ -191,8 +228,17 @@ def test_the_first_launch_copies_the_slot_from_pinned_memory() -> None:
     g = torch.Generator(device="cuda").manual_seed(5)
     logits = torch.randn(reqs * drafts, vocab, device="cuda", generator=g) * 3
     cu = torch.arange(1, reqs + 1, device="cuda") * drafts
-    args = (logits.argmax(1), cu, drafts, None, logits, torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
-            torch.ones(reqs, device="cuda"), None, None)  # fmt: skip
+    args = (
+        logits.argmax(1),
+        cu,
+        drafts,
+        None,
+        logits,
+        torch.zeros(reqs, 1, dtype=torch.int64, device="cuda"),
+        torch.ones(reqs, device="cuda"),
+        None,
+        None,
+    )
     for offset in (8, 4000, 8):
         outs = []
         for pinned in (False, True):
@@ -212,5 +258,6 @@ def test_the_first_launch_copies_the_slot_from_pinned_memory() -> None:
         (host, None, slot[1:3]),
     ):
         with pytest.raises(ValueError, match="slot_from"):
-            fused_kernels(*args, out_slot=out_slot, drawn=DrawnNoise.layout(state, reqs * drafts, reqs, vocab),
-                          slot_from=bad_from)  # fmt: skip
+            fused_kernels(
+                *args, out_slot=out_slot, drawn=DrawnNoise.layout(state, reqs * drafts, reqs, vocab), slot_from=bad_from
+            )

@@ -29,8 +29,13 @@ def _run(
 ) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
     """Weights rounded to ``weight_dtype`` first, so a float64 reference runs the same model."""
     config = tiny_config()
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), dtype=dtype, device=device,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        dtype=dtype,
+        device=device,
+        scheduler=SchedulerConfig(max_num_batched_tokens=64),
+    )
     records: list[SampleRecord] = []
     prompts = builtin_prompts(config.vocab_size)
     runner = build_runner(
@@ -62,8 +67,10 @@ def test_model_on_gpu_against_float64_cpu(dtype: torch.dtype) -> None:
             flip_margins.append(float(top2[0] - top2[1]))
     everything = torch.cat([d.flatten() for d in deltas])
     identical = sum(a == b for a, b in zip(cpu_out, gpu_out, strict=True))
-    print(f"\n{name} on GPU vs float64 CPU: max|Δ| {float(everything.max()):.2e}, mean {float(everything.mean()):.2e}, "
-          f"{len(deltas)} rows, argmax flips at margins {[f'{m:.3f}' for m in flip_margins]}, identical requests {identical}/4")  # fmt: skip
+    print(
+        f"\n{name} on GPU vs float64 CPU: max|Δ| {float(everything.max()):.2e}, mean {float(everything.mean()):.2e}, "
+        f"{len(deltas)} rows, argmax flips at margins {[f'{m:.3f}' for m in flip_margins]}, identical requests {identical}/4"
+    )
     assert float(everything.max()) <= max_tol
     assert mean_tol is None or float(everything.mean()) <= mean_tol
     assert all(m <= max(2 * max_tol, 0.2 if name == "bfloat16" else 0.0) for m in flip_margins)

@@ -27,8 +27,11 @@ def _args(reqs: int, drafts: int, vocab: int, *, probs: bool = False, mixed: boo
     counts = [drafts if i % 3 else max(drafts - 1, 0) for i in range(reqs)]
     total = sum(counts)
     logits = torch.randn(total, vocab, device="cuda", generator=g) * 3
-    ids = torch.where(torch.rand(total, device="cuda", generator=g) < 0.7, logits.argmax(1),
-                      torch.randint(0, vocab, (total,), device="cuda", generator=g))  # fmt: skip
+    ids = torch.where(
+        torch.rand(total, device="cuda", generator=g) < 0.7,
+        logits.argmax(1),
+        torch.randint(0, vocab, (total,), device="cuda", generator=g),
+    )
     q = torch.softmax(torch.randn(total, vocab, device="cuda", generator=g), 1) if probs else None
     temperature = torch.full((reqs,), 0.8, device="cuda")
     if mixed:
@@ -52,9 +55,14 @@ the race, or every case into noise tensors (``DRAWN_MAX_VALUES``, the default, s
 @pytest.mark.parametrize("draws", list(DRAWS))
 @pytest.mark.parametrize(
     ("reqs", "drafts", "vocab", "probs", "mixed"),
-    [(1, 4, 128_256, False, False), (8, 4, 32_000, False, True), (5, 7, 9_000, True, True), (32, 1, 50_000, True, False),
-     (3, 0, 1000, False, False)],
-)  # fmt: skip
+    [
+        (1, 4, 128_256, False, False),
+        (8, 4, 32_000, False, True),
+        (5, 7, 9_000, True, True),
+        (32, 1, 50_000, True, False),
+        (3, 0, 1000, False, False),
+    ],
+)
 def test_replays_equal_eager_output_and_generator(
     reqs: int, drafts: int, vocab: int, probs: bool, mixed: bool, draws: str
 ) -> None:
@@ -160,8 +168,9 @@ def test_noise_drawn_on_a_side_stream_is_the_same_noise() -> None:
 
     def meta() -> SamplingMetadata:
         seeded = {2: torch.Generator(device="cuda").manual_seed(5)}
-        return SamplingMetadata(temperature=torch.ones(3, device="cuda"), all_greedy=False, all_random=True,
-                                generators=seeded)  # fmt: skip
+        return SamplingMetadata(
+            temperature=torch.ones(3, device="cuda"), all_greedy=False, all_random=True, generators=seeded
+        )
 
     torch.manual_seed(11)
     plain_meta = meta()
@@ -179,10 +188,15 @@ def test_noise_drawn_on_a_side_stream_is_the_same_noise() -> None:
 
 def test_calls_it_cannot_graph_run_eagerly() -> None:
     ids, counts, drafts, cu, q, logits, bonus, meta = _args(4, 2, 3000)
-    seeded = SamplingMetadata(temperature=meta.temperature, all_greedy=False, all_random=True,
-                              generators={1: torch.Generator(device="cuda").manual_seed(5)})  # fmt: skip
-    top_k = SamplingMetadata(temperature=meta.temperature, all_greedy=False, all_random=True,
-                             top_k=torch.full((4,), 50, device="cuda"))  # fmt: skip
+    seeded = SamplingMetadata(
+        temperature=meta.temperature,
+        all_greedy=False,
+        all_random=True,
+        generators={1: torch.Generator(device="cuda").manual_seed(5)},
+    )
+    top_k = SamplingMetadata(
+        temperature=meta.temperature, all_greedy=False, all_random=True, top_k=torch.full((4,), 50, device="cuda")
+    )
     greedy = SamplingMetadata(temperature=torch.zeros(4, device="cuda"), all_greedy=True, all_random=False)
     sampler = RejectionSampler(capture_after=1)
     for other in (seeded, top_k, greedy):
@@ -202,11 +216,20 @@ def test_capacity_bounds_the_graphs() -> None:
 
 
 def _generate(sampler: RejectionSampler) -> tuple[list[tuple[int, ...]], int]:
-    engine = EngineConfig(model=tiny_config(), layout=ParallelLayout(1, 1, 1), device="cuda", cuda_graphs=True,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=256, max_model_len=512))  # fmt: skip
+    engine = EngineConfig(
+        model=tiny_config(),
+        layout=ParallelLayout(1, 1, 1),
+        device="cuda",
+        cuda_graphs=True,
+        scheduler=SchedulerConfig(max_num_batched_tokens=256, max_model_len=512),
+    )
     solo = SoloComm(0)
-    runner = build_runner(engine, random_weights(engine.model, 0), RankGroups(rank=0, tp=solo, sp=solo, shift=solo),
-                          SuffixDrafter.build(512))  # fmt: skip
+    runner = build_runner(
+        engine,
+        random_weights(engine.model, 0),
+        RankGroups(rank=0, tp=solo, sp=solo, shift=solo),
+        SuffixDrafter.build(512),
+    )
     runner.sampler = sampler
     torch.manual_seed(11)
     params = [SamplingParams(max_tokens=24, temperature=0.7)] * 2

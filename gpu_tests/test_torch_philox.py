@@ -13,9 +13,16 @@ CUDA = torch.device("cuda")
 
 @pytest.mark.parametrize(
     ("seed", "offset", "rows", "reqs", "vocab"),
-    [(0, 0, 4, 1, 128_256), (1234, 40, 1024, 256, 128_256), (2**40 + 7, 2**33, 7, 3, 1000),
-     (2**64 - 5, 8, 4096, 256, 128_256), (5, 0, 1, 1, 32_000), (9, 12, 0, 2, 50_000), (3, 4, 300, 97, 151_936)],
-)  # fmt: skip
+    [
+        (0, 0, 4, 1, 128_256),
+        (1234, 40, 1024, 256, 128_256),
+        (2**40 + 7, 2**33, 7, 3, 1000),
+        (2**64 - 5, 8, 4096, 256, 128_256),
+        (5, 0, 1, 1, 32_000),
+        (9, 12, 0, 2, 50_000),
+        (3, 4, 300, 97, 151_936),
+    ],
+)
 def test_draws_equal_torchs(seed: int, offset: int, rows: int, reqs: int, vocab: int) -> None:
     torch.cuda.init()  # fills default_generators
     torch.cuda.manual_seed(seed)

@@ -60,25 +60,54 @@ class Package:
 
 PACKAGES: Final[dict[str, Package]] = {
     "suffix": Package(
-        modules=tuple(f"arctic_ref/suffix/{m}.py" for m in
-                      ("tree", "node", "drafting", "cache", "heap", "validate", "integrity", "draft")),
-        tests=("tests/test_value_types.py",
-               *(f"tests/suffix/test_{t}.py" for t in  # fastest first: most mutants die in the first file
-                 ("examples", "integrity", "followers", "properties", "mutants", "upstream_differences", "replay", "stateful"))),
+        modules=tuple(
+            f"arctic_ref/suffix/{m}.py"
+            for m in ("tree", "node", "drafting", "cache", "heap", "validate", "integrity", "draft")
+        ),
+        tests=(
+            "tests/test_value_types.py",
+            *(
+                f"tests/suffix/test_{t}.py"
+                for t in (  # fastest first: most mutants die in the first file
+                    "examples",
+                    "integrity",
+                    "followers",
+                    "properties",
+                    "mutants",
+                    "upstream_differences",
+                    "replay",
+                    "stateful",
+                )
+            ),
+        ),
         left_out="simulate, trace_file, workload (the simulator, covered by tests/test_cli.py) and plot (a figure)",
     ),
     "spec": Package(
-        modules=tuple(f"arctic_ref/spec/{m}.py" for m in
-                      ("rejection", "loop", "sampling", "noise", "metadata", "profile", "drafts")),
-        tests=("tests/test_value_types.py", "tests/spec/test_rejection_rules.py", "tests/spec/test_rejection.py",
-               "tests/spec/test_metadata.py", "tests/spec/test_draft_rules.py", "tests/spec/test_drafts.py",
-               "tests/spec/test_kit.py::test_vectorised_with_injected_noise_is_clean"),
+        modules=tuple(
+            f"arctic_ref/spec/{m}.py"
+            for m in ("rejection", "loop", "sampling", "noise", "metadata", "profile", "drafts")
+        ),
+        tests=(
+            "tests/test_value_types.py",
+            "tests/spec/test_rejection_rules.py",
+            "tests/spec/test_rejection.py",
+            "tests/spec/test_metadata.py",
+            "tests/spec/test_draft_rules.py",
+            "tests/spec/test_drafts.py",
+            "tests/spec/test_kit.py::test_vectorised_with_injected_noise_is_clean",
+        ),
         left_out="rejection_triton, rejection_graph and torch_philox (CUDA-only paths: gpu_tests/)",
     ),
     "parallel": Package(
         modules=tuple(f"arctic_ref/parallel/{m}.py" for m in ("plan", "cudagraph", "ulysses", "layout", "heads")),
-        tests=("tests/test_value_types.py", "tests/parallel/test_plan.py", "tests/parallel/test_layout.py", "tests/parallel/test_cudagraph.py", "tests/parallel/test_volume.py",
-               "conformance/test_layouts.py::test_ulysses_exchanges"),
+        tests=(
+            "tests/test_value_types.py",
+            "tests/parallel/test_plan.py",
+            "tests/parallel/test_layout.py",
+            "tests/parallel/test_cudagraph.py",
+            "tests/parallel/test_volume.py",
+            "conformance/test_layouts.py::test_ulysses_exchanges",
+        ),
         left_out="the modules the issue does not name (comm, volume, graph_capture, launch)",
     ),
 }
@@ -149,8 +178,23 @@ def _child(copy: Path, tests: tuple[str, ...]) -> None:
     os.chdir(ROOT)
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink):
-        code = pytest.main([*tests, "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                            "--no-header", "-o", "addopts="], plugins=[_CopyGuard(copy)])  # fmt: skip
+        code = pytest.main(
+            [
+                *tests,
+                "-x",
+                "-q",
+                "-m",
+                "not slow",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:benchmark",
+                "--no-header",
+                "-o",
+                "addopts=",
+            ],
+            plugins=[_CopyGuard(copy)],
+        )
     os._exit(int(code))
 
 
@@ -205,8 +249,11 @@ def run_mutants(mutants: list[Mutant], tests: tuple[str, ...], *, jobs: int, lim
                 else:
                     outcome = "killed"
                 results.append(Result(mutant=mutant, outcome=outcome, seconds=elapsed))
-                print(f"[{len(results)}/{len(mutants)}] {outcome:10s} {mutant.module}:{mutant.line} {mutant.description}",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"[{len(results)}/{len(mutants)}] {outcome:10s} {mutant.module}:{mutant.line} {mutant.description}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 shutil.copyfile(ROOT / mutant.module, copy / mutant.module)
                 del running[pid]
                 free.append(copy)
@@ -235,8 +282,9 @@ def survivor_keys(report: Path) -> set[str]:
 
 def changed_lines(module: str, since: str, root: Path = ROOT) -> set[int]:
     """The lines of ``module`` (in the working tree) added or changed since the git revision ``since``."""
-    diff = subprocess.run(["git", "diff", "--unified=0", since, "--", module], cwd=root, check=True,
-                          capture_output=True, text=True).stdout  # fmt: skip
+    diff = subprocess.run(
+        ["git", "diff", "--unified=0", since, "--", module], cwd=root, check=True, capture_output=True, text=True
+    ).stdout
     lines: set[int] = set()
     for hunk in re.finditer(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", diff, re.MULTILINE):
         start, count = int(hunk[1]), int(hunk[2] or 1)
@@ -250,11 +298,17 @@ def score(results: list[Result]) -> float:
 
 
 def report_lines(name: str, results: list[Result]) -> list[str]:
-    lines = [f"## {name}: {score(results):.1%} killed ({len(results)} mutants)", "",
-             "| module | killed | survived | timeout | equivalent |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"## {name}: {score(results):.1%} killed ({len(results)} mutants)",
+        "",
+        "| module | killed | survived | timeout | equivalent |",
+        "|---|---|---|---|---|",
+    ]
     for module in sorted({r.mutant.module for r in results}):
         counts = Counter(r.outcome for r in results if r.mutant.module == module)
-        lines.append(f"| {module} | {counts['killed']} | {counts['survived']} | {counts['timeout']} | {counts['equivalent']} |")
+        lines.append(
+            f"| {module} | {counts['killed']} | {counts['survived']} | {counts['timeout']} | {counts['equivalent']} |"
+        )
     survivors = [r.mutant for r in results if r.outcome == "survived"]
     lines += ["", *(f"- survived: `{m.module}:{m.line}` {m.description}: `{m.source_line}`" for m in survivors)]
     return lines
@@ -268,11 +322,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--report", type=Path, help="write the results as JSON here")
     parser.add_argument("--module", action="append", help="only these modules (repeatable; paths as in the report)")
-    parser.add_argument("--limit", type=float, help="seconds per mutant (default: 3 × a clean run + 10, which is run first)")
-    parser.add_argument("--rerun", type=Path, help="only the mutants that survived in this earlier --report (after new tests)")
-    parser.add_argument("--changed-since", metavar="REV", help="only mutants on lines added or changed since this git revision")
-    parser.add_argument("--skip-equivalent", action="store_true",
-                        help="report the mutants listed in mutation/equivalent.txt as equivalent without running them")  # fmt: skip
+    parser.add_argument(
+        "--limit", type=float, help="seconds per mutant (default: 3 × a clean run + 10, which is run first)"
+    )
+    parser.add_argument(
+        "--rerun", type=Path, help="only the mutants that survived in this earlier --report (after new tests)"
+    )
+    parser.add_argument(
+        "--changed-since", metavar="REV", help="only mutants on lines added or changed since this git revision"
+    )
+    parser.add_argument(
+        "--skip-equivalent",
+        action="store_true",
+        help="report the mutants listed in mutation/equivalent.txt as equivalent without running them",
+    )
     args = parser.parse_args(argv)
     names = list(PACKAGES) if args.package == "all" else [args.package]
     everything: dict[str, list[Result]] = {}
@@ -294,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
         results = run_mutants(mutants, package.tests, jobs=args.jobs, limit=limit) + skipped
         everything[name] = sorted(results, key=lambda r: (r.mutant.module, r.mutant.index))
         print("\n".join(report_lines(name, everything[name])))
-        print(f"\n({time.monotonic() - began:.0f} s; time limit per mutant {limit:.0f} s; not mutated: {package.left_out})\n")
+        print(
+            f"\n({time.monotonic() - began:.0f} s; time limit per mutant {limit:.0f} s; not mutated: {package.left_out})\n"
+        )
     if args.report:
         args.report.write_text(json.dumps({n: [asdict(r) for r in rs] for n, rs in everything.items()}, indent=1))
     return 1 if any(r.outcome == "survived" for rs in everything.values() for r in rs) else 0

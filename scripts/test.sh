@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 ruff check arctic_ref tests benchmarks mutation
+ruff format --check arctic_ref tests benchmarks mutation conformance gpu_tests examples
 mypy --strict arctic_ref
 HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" python -m pytest -m "not slow" "$@"

@@ -100,7 +100,8 @@ def test_every_readme_gate_names_a_stored_baseline_and_its_suites_threshold() ->
 def _medians(path: Path) -> dict[str, tuple[str, float]]:
     """Each benchmark's suite file (from its full name) and median."""
     return {
-        bench["name"]: (bench["fullname"].split("::")[0], bench["stats"]["median"]) for bench in _load(path)["benchmarks"]
+        bench["name"]: (bench["fullname"].split("::")[0], bench["stats"]["median"])
+        for bench in _load(path)["benchmarks"]
     }
 
 
@@ -115,7 +116,12 @@ def test_each_suites_threshold_holds_the_stored_run_2(card: str) -> None:
 
 @pytest.mark.parametrize(
     ("device_name", "card"),
-    [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"), ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L40S", "l40s")],
+    [
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA L40S", "l40s"),
+    ],
 )
 def test_the_gate_names_the_card(device_name: str, card: str) -> None:
     assert card_of(device_name) == card
@@ -141,13 +147,20 @@ def test_the_gate_exits_2_for_a_card_without_baselines(capsys: pytest.CaptureFix
 
 
 def test_each_suite_is_compared_on_medians_at_its_own_threshold(tmp_path: Path) -> None:
-    assert list(THRESHOLDS.items()) == [("benchmarks/test_rejection_gpu.py", 100), ("benchmarks/gpu/test_decode.py", 10)]
+    assert list(THRESHOLDS.items()) == [
+        ("benchmarks/test_rejection_gpu.py", 100),
+        ("benchmarks/gpu/test_decode.py", 10),
+    ]
     baseline = BASELINES_DIR / "h200-run1.json"
     args = gate_args(SUITES[1], baseline, tmp_path / "part.json", ["-s"])
     assert args == [
-        str(SUITES[1].path), "--benchmark-only", f"--benchmark-compare={baseline}",
-        "--benchmark-compare-fail=median:10%", f"--benchmark-json={tmp_path / 'part.json'}", "-s",
-    ]  # fmt: skip
+        str(SUITES[1].path),
+        "--benchmark-only",
+        f"--benchmark-compare={baseline}",
+        "--benchmark-compare-fail=median:10%",
+        f"--benchmark-json={tmp_path / 'part.json'}",
+        "-s",
+    ]
 
 
 def test_the_json_target_is_taken_out_of_the_arguments() -> None:
@@ -199,7 +212,9 @@ def _stand_in(tmp_path: Path, file: str = "test_stand_in.py", test: str = "test_
 def _scaled(run: Path, factor: float, target: Path) -> Path:
     data = _load(run)
     for bench in data["benchmarks"]:
-        bench["stats"] = {key: value * factor if isinstance(value, float) else value for key, value in bench["stats"].items()}
+        bench["stats"] = {
+            key: value * factor if isinstance(value, float) else value for key, value in bench["stats"].items()
+        }
     target.write_text(json.dumps(data))
     return target
 
@@ -222,14 +237,40 @@ def test_a_suite_fails_past_its_threshold_and_passes_within_it(tmp_path: Path) -
 def _four_ms_baseline(tmp_path: Path) -> Path:
     """A baseline for the stand-in's first run: 4 ms medians, as a sleep of 4 ms gives."""
     seed = {
-        "machine_info": {}, "commit_info": {}, "version": "5.2.3",
-        "benchmarks": [{"group": None, "name": "test_sleep", "fullname": "test_stand_in.py::test_sleep", "params": None,
-                        "param": None, "extra_info": {}, "options": {},
-                        "stats": {"min": 0.004, "max": 0.004, "mean": 0.004, "stddev": 0.0, "rounds": 5,
-                                  "median": 0.004, "iqr": 0.0, "q1": 0.004, "q3": 0.004, "iqr_outliers": 0,
-                                  "stddev_outliers": 0, "outliers": "0;0", "ld15iqr": 0.004, "hd15iqr": 0.004,
-                                  "ops": 250.0, "total": 0.02, "iterations": 1}}],
-    }  # fmt: skip
+        "machine_info": {},
+        "commit_info": {},
+        "version": "5.2.3",
+        "benchmarks": [
+            {
+                "group": None,
+                "name": "test_sleep",
+                "fullname": "test_stand_in.py::test_sleep",
+                "params": None,
+                "param": None,
+                "extra_info": {},
+                "options": {},
+                "stats": {
+                    "min": 0.004,
+                    "max": 0.004,
+                    "mean": 0.004,
+                    "stddev": 0.0,
+                    "rounds": 5,
+                    "median": 0.004,
+                    "iqr": 0.0,
+                    "q1": 0.004,
+                    "q3": 0.004,
+                    "iqr_outliers": 0,
+                    "stddev_outliers": 0,
+                    "outliers": "0;0",
+                    "ld15iqr": 0.004,
+                    "hd15iqr": 0.004,
+                    "ops": 250.0,
+                    "total": 0.02,
+                    "iterations": 1,
+                },
+            }
+        ],
+    }
     path = tmp_path / "seed.json"
     path.write_text(json.dumps(seed))
     return path

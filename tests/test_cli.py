@@ -57,8 +57,17 @@ def test_summary_fields_and_steps_out(tmp_path: Path, capsys: pytest.CaptureFixt
     records = [json.loads(line) for line in steps.read_text().splitlines()]
     assert len(records) == summary["steps"]
     assert set(records[0]) == {
-        "req_id", "step", "context_len", "match_len", "score", "num_draft", "num_accepted", "num_out", "spec_us", "update_us"
-    }  # fmt: skip
+        "req_id",
+        "step",
+        "context_len",
+        "match_len",
+        "score",
+        "num_draft",
+        "num_accepted",
+        "num_out",
+        "spec_us",
+        "update_us",
+    }
 
 
 def test_path_drafts_are_the_default(capsys: pytest.CaptureFixture[str]) -> None:
@@ -239,11 +248,17 @@ def test_check_impl_reports_and_exits_by_verdict(
     ("argv", "message"),
     [
         (["--impl", "drafter=byo.nope:x"], "--impl drafter=byo.nope:x: module 'byo.nope' does not import"),
-        (["--impl", "samplr=byo.sampler:rejection_sample"], "COMPONENT one of suffix-cache, suffix-tree, sampler, exchange, drafter"),
-        (["--impl", "drafter=byo.drafter:make_drafter", "--report", "out.html"], "the suffix must be one of .md, .json, .xml"),
+        (
+            ["--impl", "samplr=byo.sampler:rejection_sample"],
+            "COMPONENT one of suffix-cache, suffix-tree, sampler, exchange, drafter",
+        ),
+        (
+            ["--impl", "drafter=byo.drafter:make_drafter", "--report", "out.html"],
+            "the suffix must be one of .md, .json, .xml",
+        ),
     ],
     ids=["no-module", "no-component", "bad-report-suffix"],
-)  # fmt: skip
+)
 def test_check_impl_usage_errors_exit_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], message: str
 ) -> None:

@@ -6,8 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-PRODUCT = ("arctic_ref", "arctic_ref.suffix", "arctic_ref.spec", "arctic_ref.parallel", "arctic_ref.model",
-           "arctic_ref.runner")  # fmt: skip
+PRODUCT = (
+    "arctic_ref",
+    "arctic_ref.suffix",
+    "arctic_ref.spec",
+    "arctic_ref.parallel",
+    "arctic_ref.model",
+    "arctic_ref.runner",
+)
 
 
 def _run_without(blocked: tuple[str, ...], statement: str) -> subprocess.CompletedProcess[str]:
@@ -45,14 +51,25 @@ def test_the_kit_without_its_extra_names_it() -> None:
 def test_importing_the_plot_module_selects_no_backend() -> None:
     done = subprocess.run(
         [sys.executable, "-c", "import arctic_ref.suffix.plot, sys; print('matplotlib.pyplot' in sys.modules)"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
 
-LAYERS = {"types": 0, "suffix": 1, "parallel": 1, "spec": 2, "model": 3, "runner": 4, "testing": 5, "cli": 6,
-          "pytest_plugin": 6}  # fmt: skip
+LAYERS = {
+    "types": 0,
+    "suffix": 1,
+    "parallel": 1,
+    "spec": 2,
+    "model": 3,
+    "runner": 4,
+    "testing": 5,
+    "cli": 6,
+    "pytest_plugin": 6,
+}
 """The allowed dependency order (STYLE.md's import order): a sub-package imports only sub-packages
 of a lower layer, or its own (suffix and parallel are independent of each other)."""
 
@@ -74,9 +91,11 @@ def test_sub_packages_depend_in_the_allowed_order() -> None:
             continue  # arctic_ref/__init__.py re-exports the public names
         assert source in LAYERS, f"{module}: {source!r} has no layer in LAYERS"
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            targets = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
-            )  # fmt: skip
+            targets = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+            )
             for target in targets:
                 dest = _part(target)
                 if dest is None or dest == source:

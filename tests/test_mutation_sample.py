@@ -18,10 +18,29 @@ SAMPLE = 10
 def test_sampled_mutants_are_killed(tmp_path: Path) -> None:
     report = tmp_path / "mutation.json"
     run = subprocess.run(
-        [sys.executable, "-m", "mutation.run", "--package", "all", "--sample", str(SAMPLE), "--seed", "0",
-         "--jobs", "2", "--limit", "400", "--skip-equivalent", "--report", str(report)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1500,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mutation.run",
+            "--package",
+            "all",
+            "--sample",
+            str(SAMPLE),
+            "--seed",
+            "0",
+            "--jobs",
+            "2",
+            "--limit",
+            "400",
+            "--skip-equivalent",
+            "--report",
+            str(report),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     print(run.stdout)
     assert run.returncode == 0, f"a sampled mutant survived (or the run failed):\n{run.stdout}\n{run.stderr[-3000:]}"
     assert report.is_file()
@@ -51,7 +70,9 @@ def test_a_child_whose_tests_import_another_arctic_ref_says_so() -> None:
     """A child with a copy of the package passes its tests (0); a child whose copy holds no package
     imports the repository's instead, as any ``arctic_ref`` ahead of the copy on ``sys.path`` would,
     and exits ``SHADOWED`` rather than 0, so its mutant cannot be scored as a survivor."""
-    run = subprocess.run([sys.executable, "-c", FORK_TWO_CHILDREN], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", FORK_TWO_CHILDREN], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert run.stdout.split() == ["0", str(SHADOWED)], run.stdout + run.stderr[-3000:]
     assert "not the copy in" in run.stderr
 
@@ -69,8 +90,9 @@ def test_changed_lines_are_those_added_or_changed_since_a_revision(tmp_path: Pat
 
 
 def test_listed_mutants_are_reported_equivalent_without_a_run() -> None:
-    mutants = [Mutant(module="m.py", index=i, line=i, description="Add -> Sub", source_line=f"a = b + {i}")
-               for i in range(3)]  # fmt: skip
+    mutants = [
+        Mutant(module="m.py", index=i, line=i, description="Add -> Sub", source_line=f"a = b + {i}") for i in range(3)
+    ]
     to_run, skipped = split_listed(mutants, {mutants[1].key})
     assert to_run == [mutants[0], mutants[2]]
     assert [(r.mutant, r.outcome, r.seconds) for r in skipped] == [(mutants[1], "equivalent", 0.0)]

@@ -38,15 +38,23 @@ def test_without_options_the_plugin_adds_nothing_and_imports_nothing(pytester: p
 @pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="the example's cache wraps arctic-inference 0.3.0")
 def test_the_example_package_passes_with_stable_ids_and_junit(example: pytest.Pytester) -> None:
     result = example.runpytest(
-        *FAST, "--arctic-ref-suffix-cache=byo.cache:make_cache", "--arctic-ref-suffix-tree=byo.tree:make_tree",
-        "--arctic-ref-sampler=byo.sampler:rejection_sample", "--arctic-ref-drafter=byo.drafter:make_drafter",
+        *FAST,
+        "--arctic-ref-suffix-cache=byo.cache:make_cache",
+        "--arctic-ref-suffix-tree=byo.tree:make_tree",
+        "--arctic-ref-sampler=byo.sampler:rejection_sample",
+        "--arctic-ref-drafter=byo.drafter:make_drafter",
         "--arctic-ref-exchange=byo.exchange:make_exchange",
-        "--arctic-ref-no-statistics", "--junitxml=report.xml",
-        "-k", "not layout or layout-L2 or layout-L8",  # the world-2 layouts (conformance/ runs the matrix)
-    )  # fmt: skip
+        "--arctic-ref-no-statistics",
+        "--junitxml=report.xml",
+        "-k",
+        "not layout or layout-L2 or layout-L8",  # the world-2 layouts (conformance/ runs the matrix)
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes["passed"] >= 25, result.stdout.str()[-3000:]
-    cases = {c.get("classname", "") + "::" + c.get("name", "") for c in ET.parse(example.path / "report.xml").iter("testcase")}
+    cases = {
+        c.get("classname", "") + "::" + c.get("name", "")
+        for c in ET.parse(example.path / "report.xml").iter("testcase")
+    }
     assert any(c.endswith("::replay-gate") for c in cases) and any(c.endswith("::E8") for c in cases), cases
     assert any(c.endswith("::layout-L8") for c in cases), cases
 
@@ -81,14 +89,20 @@ def test_k_selects_and_a_passing_check_reports_what_it_compared(pytester: pytest
     ("value", "message"),
     [
         ("nomodule_xyz:make", "--arctic-ref-suffix-cache=nomodule_xyz:make: module 'nomodule_xyz' does not import"),
-        ("arctic_ref.suffix:Nope", "--arctic-ref-suffix-cache=arctic_ref.suffix:Nope: 'arctic_ref.suffix' has no attribute 'Nope'"),
-        ("arctic_ref.spec.profile:MAX_SPEC_LEN", "--arctic-ref-suffix-cache=arctic_ref.spec.profile:MAX_SPEC_LEN: int object is not callable"),
+        (
+            "arctic_ref.suffix:Nope",
+            "--arctic-ref-suffix-cache=arctic_ref.suffix:Nope: 'arctic_ref.suffix' has no attribute 'Nope'",
+        ),
+        (
+            "arctic_ref.spec.profile:MAX_SPEC_LEN",
+            "--arctic-ref-suffix-cache=arctic_ref.spec.profile:MAX_SPEC_LEN: int object is not callable",
+        ),
         ("arctic_ref.suffix", "--arctic-ref-suffix-cache=arctic_ref.suffix: expected MODULE:ATTR"),
         ("byo.drafter:LookupDrafter", "the LookupDrafter it returns lacks start_request"),
         ("byo.broken:_DroppingCache.speculate", "raised TypeError"),
     ],
     ids=["no-module", "no-attribute", "not-callable", "no-colon", "wrong-surface", "factory-raises"],
-)  # fmt: skip
+)
 def test_bad_options_are_one_line_usage_errors(example: pytest.Pytester, value: str, message: str) -> None:
     result = example.runpytest("-p", "no:cacheprovider", f"--arctic-ref-suffix-cache={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

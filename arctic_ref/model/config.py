@@ -28,8 +28,16 @@ class ModelConfig:
     eos_token_ids: tuple[int, ...] = ()  # config.json's eos_token_id (an int or a list); () = none
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                     "num_key_value_heads", "head_dim", "max_position_embeddings"):  # fmt: skip
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "max_position_embeddings",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1 (got {value!r})")
@@ -128,16 +136,32 @@ class ModelConfig:
 def tiny_config(*, tied: bool = False, vocab_size: int = 512) -> ModelConfig:
     """vocab 512, hidden 128, intermediate 352, 4 layers, 8 heads, 2 KV heads, head_dim 16."""
     return ModelConfig(
-        vocab_size=vocab_size, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
-        num_attention_heads=8, num_key_value_heads=2, head_dim=16, rope_theta=10000.0,
-        rms_norm_eps=1e-6, max_position_embeddings=2048, tie_word_embeddings=tied,
-    )  # fmt: skip
+        vocab_size=vocab_size,
+        hidden_size=128,
+        intermediate_size=352,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        head_dim=16,
+        rope_theta=10000.0,
+        rms_norm_eps=1e-6,
+        max_position_embeddings=2048,
+        tie_word_embeddings=tied,
+    )
 
 
 def llama3_8b_config() -> ModelConfig:
     """Llama-3-8B shapes (runner.md §7), for GPU benchmarks with random weights."""
     return ModelConfig(
-        vocab_size=128_256, hidden_size=4096, intermediate_size=14_336, num_hidden_layers=32,
-        num_attention_heads=32, num_key_value_heads=8, head_dim=128, rope_theta=500_000.0,
-        rms_norm_eps=1e-5, max_position_embeddings=8192, tie_word_embeddings=False,
-    )  # fmt: skip
+        vocab_size=128_256,
+        hidden_size=4096,
+        intermediate_size=14_336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        rope_theta=500_000.0,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+    )

@@ -43,8 +43,10 @@ def pack_projections(model: LlamaShard) -> LlamaShard:
     weights: Weights = dict(model.weights)
     for layer in range(model.config.num_hidden_layers):
         p = f"model.layers.{layer}."
-        for packed, parts in ((QKV, ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
-                              (GATE_UP, ("mlp.gate_proj", "mlp.up_proj"))):  # fmt: skip
+        for packed, parts in (
+            (QKV, ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
+            (GATE_UP, ("mlp.gate_proj", "mlp.up_proj")),
+        ):
             names = [p + part + ".weight" for part in parts]
             whole = torch.cat([weights[name] for name in names], dim=0)
             weights[p + packed] = whole
@@ -102,9 +104,7 @@ def fused_forward(
                 exchanged = plan.groups.exchange.seq_to_heads(pack_qkv(q, k, v, sp.size), sp)
                 q, k, v = unpack_qkv(exchanged, hq // sp.size, k.shape[1] // sp.size, d)
             ops.rope_write_cache(k, v, cos, sin, inputs.slot_mapping, key_cache, value_cache)
-        o = ops.decode_attention(
-            q, cos, sin, inputs.positions, meta.context_slots, meta.real, key_cache, value_cache
-        )
+        o = ops.decode_attention(q, cos, sin, inputs.positions, meta.context_slots, meta.real, key_cache, value_cache)
         o = o.reshape(o.shape[0], -1)
         if sp is not None:
             o = plan.groups.exchange.heads_to_seq(o, sp)

@@ -17,9 +17,16 @@ class KVCache:
 
     @classmethod
     def allocate(
-        cls, *, layers: int, num_blocks: int, heads: int, head_dim: int, dtype: torch.dtype, device: torch.device,
+        cls,
+        *,
+        layers: int,
+        num_blocks: int,
+        heads: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        device: torch.device,
         fill: float = float("nan"),
-    ) -> "KVCache":  # fmt: skip
+    ) -> "KVCache":
         """Unused blocks hold ``fill`` (NaN by default), so a read of an unwritten slot shows."""
         shape = (num_blocks, BLOCK_SIZE, heads, head_dim)
         return cls(

@@ -45,27 +45,38 @@ class LayerOps:
 
 
 def torch_add_rms_norm(
-    x: Float[Tensor, "rows hidden"], delta: Float[Tensor, "rows hidden"] | None, weight: Float[Tensor, "hidden"],
+    x: Float[Tensor, "rows hidden"],
+    delta: Float[Tensor, "rows hidden"] | None,
+    weight: Float[Tensor, "hidden"],
     eps: float,
-) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:  # fmt: skip
+) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:
     total = x if delta is None else x + delta
     return total, rms_norm(total, weight, eps)
 
 
 def torch_rope_write_cache(
-    k: Float[Tensor, "rows kvheads head_dim"], v: Float[Tensor, "rows kvheads head_dim"],
-    cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"], slots: Int[Tensor, "rows"],
-    key_cache: Tensor, value_cache: Tensor,
-) -> None:  # fmt: skip
+    k: Float[Tensor, "rows kvheads head_dim"],
+    v: Float[Tensor, "rows kvheads head_dim"],
+    cos: Float[Tensor, "rows head_dim"],
+    sin: Float[Tensor, "rows head_dim"],
+    slots: Int[Tensor, "rows"],
+    key_cache: Tensor,
+    value_cache: Tensor,
+) -> None:
     """The graph-capturable write (pad rows land in reserved block 0, which nothing reads)."""
     KVCache(keys=(key_cache,), values=(value_cache,)).write_static(0, slots, apply_rope(k, cos, sin), v)
 
 
 def torch_decode_attention(
-    q: Float[Tensor, "rows qheads head_dim"], cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"],
-    positions: Int[Tensor, "rows"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
-    key_cache: Tensor, value_cache: Tensor,
-) -> Float[Tensor, "rows qheads head_dim"]:  # fmt: skip
+    q: Float[Tensor, "rows qheads head_dim"],
+    cos: Float[Tensor, "rows head_dim"],
+    sin: Float[Tensor, "rows head_dim"],
+    positions: Int[Tensor, "rows"],
+    context_slots: Int[Tensor, "rows context"],
+    real: Bool[Tensor, "rows"],
+    key_cache: Tensor,
+    value_cache: Tensor,
+) -> Float[Tensor, "rows qheads head_dim"]:
     meta = BatchedAttention(context_slots=context_slots, real=real)
     cache = KVCache(keys=(key_cache,), values=(value_cache,))
     return batched_attention(apply_rope(q, cos, sin), allowed_keys(positions, meta), cache, 0, meta)

@@ -133,8 +133,9 @@ def attention_block(
 def mlp_block(model: LlamaShard, layer: int, x: Tensor, plan: StepPlan) -> Tensor:
     p = f"model.layers.{layer}."
     h = rms_norm(x, model.w(p + "post_attention_layernorm.weight"), model.config.rms_norm_eps)
-    partial = swiglu(h, model.w(p + "mlp.gate_proj.weight"), model.w(p + "mlp.up_proj.weight"),
-                     model.w(p + "mlp.down_proj.weight"))  # fmt: skip
+    partial = swiglu(
+        h, model.w(p + "mlp.gate_proj.weight"), model.w(p + "mlp.up_proj.weight"), model.w(p + "mlp.down_proj.weight")
+    )
     return plan.groups.tp.all_reduce(partial)
 
 

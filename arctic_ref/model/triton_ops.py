@@ -116,9 +116,21 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _add_rms_norm_kernel(  # type: ignore[no-untyped-def]
-        x_ptr, delta_ptr, weight_ptr, sum_ptr, out_ptr, hidden, inv_hidden, eps, x_stride, delta_stride,
-        HAS_DELTA: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr,
-    ):  # fmt: skip
+        x_ptr,
+        delta_ptr,
+        weight_ptr,
+        sum_ptr,
+        out_ptr,
+        hidden,
+        inv_hidden,
+        eps,
+        x_stride,
+        delta_stride,
+        HAS_DELTA: tl.constexpr,
+        WIDE: tl.constexpr,
+        BLOCK: tl.constexpr,
+        PDL: tl.constexpr,
+    ):
         _await_inputs(PDL)
         row = tl.program_id(0).to(tl.int64)
         offs = tl.arange(0, BLOCK)
@@ -137,10 +149,23 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _rope_write_kernel(  # type: ignore[no-untyped-def]
-        k_ptr, v_ptr, cos_ptr, sin_ptr, slot_ptr, kc_ptr, vc_ptr,
-        k_row, k_head, v_row, v_head, kv_heads, head_dim,
-        WIDE: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
-    ):  # fmt: skip
+        k_ptr,
+        v_ptr,
+        cos_ptr,
+        sin_ptr,
+        slot_ptr,
+        kc_ptr,
+        vc_ptr,
+        k_row,
+        k_head,
+        v_row,
+        v_head,
+        kv_heads,
+        head_dim,
+        WIDE: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        PDL: tl.constexpr,
+    ):
         _await_inputs(PDL)
         row = tl.program_id(0).to(tl.int64)
         head = tl.program_id(1).to(tl.int64)
@@ -155,11 +180,32 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _attention_split_kernel(  # type: ignore[no-untyped-def]
-        q_ptr, cos_ptr, sin_ptr, pos_ptr, real_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr,
-        q_row, q_head, context, kv_heads, head_dim, scale, splits,
-        WIDE: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PER_SPLIT: tl.constexpr,
-        GROUP: tl.constexpr, BLOCK_G: tl.constexpr, PDL: tl.constexpr,
-    ):  # fmt: skip
+        q_ptr,
+        cos_ptr,
+        sin_ptr,
+        pos_ptr,
+        real_ptr,
+        context_ptr,
+        kc_ptr,
+        vc_ptr,
+        m_ptr,
+        denom_ptr,
+        acc_ptr,
+        q_row,
+        q_head,
+        context,
+        kv_heads,
+        head_dim,
+        scale,
+        splits,
+        WIDE: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        PER_SPLIT: tl.constexpr,
+        GROUP: tl.constexpr,
+        BLOCK_G: tl.constexpr,
+        PDL: tl.constexpr,
+    ):
         """Program (row, KV head, split): keys [split·PER_SPLIT, (split+1)·PER_SPLIT) ∩ [0, context)
         of the KV head, for each of its GROUP query heads: running max m, denominator Σ exp(s − m),
         Σ p·v. Each key tile is read once for the whole group (GQA); every head's arithmetic is the
@@ -221,11 +267,33 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _attention_mma_kernel(  # type: ignore[no-untyped-def]
-        q_ptr, cos_ptr, sin_ptr, pos_ptr, real_ptr, context_ptr, kc_ptr, vc_ptr, m_ptr, denom_ptr, acc_ptr, out_ptr,
-        q_row, q_head, context, kv_heads, head_dim, scale, splits, per_split,
-        GROUP: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-        DIRECT: tl.constexpr, PDL: tl.constexpr,
-    ):  # fmt: skip
+        q_ptr,
+        cos_ptr,
+        sin_ptr,
+        pos_ptr,
+        real_ptr,
+        context_ptr,
+        kc_ptr,
+        vc_ptr,
+        m_ptr,
+        denom_ptr,
+        acc_ptr,
+        out_ptr,
+        q_row,
+        q_head,
+        context,
+        kv_heads,
+        head_dim,
+        scale,
+        splits,
+        per_split,
+        GROUP: tl.constexpr,
+        BLOCK_G: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        DIRECT: tl.constexpr,
+        PDL: tl.constexpr,
+    ):
         """Program (row, KV head, split), bfloat16 caches: the split kernel's partials for the
         GROUP query heads of a KV head (rows of a tensor-core tile, padded to BLOCK_G ≥ 16), keys
         [split·per_split, (split+1)·per_split) ∩ [0, positions[row]] ∩ [0, context). q·k is one
@@ -287,9 +355,19 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _attention_combine_kernel(  # type: ignore[no-untyped-def]
-        m_ptr, denom_ptr, acc_ptr, real_ptr, out_ptr, q_heads, head_dim, splits,
-        WIDE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
-    ):  # fmt: skip
+        m_ptr,
+        denom_ptr,
+        acc_ptr,
+        real_ptr,
+        out_ptr,
+        q_heads,
+        head_dim,
+        splits,
+        WIDE: tl.constexpr,
+        BLOCK_S: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        PDL: tl.constexpr,
+    ):
         """Program (row, query head): merge the splits; pad rows (``real`` false) give zeros."""
         _await_inputs(PDL)
         row = tl.program_id(0).to(tl.int64)
@@ -334,12 +412,20 @@ if TRITON_AVAILABLE:
         silu = _divide(g, 1.0 + _exp(-g), WIDE).to(dtype)
         return (_opmath(silu, WIDE) * _opmath(up, WIDE)).to(dtype)
 
-
     @triton.jit
     def _stream_rows(  # type: ignore[no-untyped-def]
-        x_ptr, w_rows, second, n_mask, rows, k_in, x_stride,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TWO: tl.constexpr,
-    ):  # fmt: skip
+        x_ptr,
+        w_rows,
+        second,
+        n_mask,
+        rows,
+        k_in,
+        x_stride,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        TWO: tl.constexpr,
+    ):
         """(x·W[n]ᵀ, x·W[n + second]ᵀ) in float32 for at most BLOCK_M rows of x, where ``w_rows``
         points at the BLOCK_N weight rows n (``n_mask`` marks the real ones) and ``second`` is an
         element offset to a second group of rows (read only when ``TWO``; otherwise the second
@@ -361,9 +447,20 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _skinny_linear_kernel(  # type: ignore[no-untyped-def]
-        x_ptr, w_ptr, y_ptr, rows, n_out, k_in, x_stride, up_offset,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GATED: tl.constexpr, PDL: tl.constexpr,
-    ):  # fmt: skip
+        x_ptr,
+        w_ptr,
+        y_ptr,
+        rows,
+        n_out,
+        k_in,
+        x_stride,
+        up_offset,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GATED: tl.constexpr,
+        PDL: tl.constexpr,
+    ):
         """Program n: y[:, n·BLOCK_N : (n+1)·BLOCK_N] = x·Wᵀ (``_stream_rows``), one rounding to
         y's dtype. ``GATED``: W is [gate; up] (2·n_out rows, the up rows ``up_offset`` elements on)
         and y is ``_silu_times`` of the two products, each rounded first (``silu_mul`` of
@@ -372,9 +469,18 @@ if TRITON_AVAILABLE:
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.arange(0, BLOCK_M)
         acc, acc_up = _stream_rows(
-            x_ptr, w_ptr + n[:, None].to(tl.int64) * k_in, up_offset, n < n_out, rows, k_in,
-            x_stride, BLOCK_M, BLOCK_N, BLOCK_K, GATED,
-        )  # fmt: skip
+            x_ptr,
+            w_ptr + n[:, None].to(tl.int64) * k_in,
+            up_offset,
+            n < n_out,
+            rows,
+            k_in,
+            x_stride,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            GATED,
+        )
         y = acc.to(y_ptr.dtype.element_ty)
         if GATED:
             y = _silu_times(y, acc_up.to(y_ptr.dtype.element_ty), False)
@@ -382,10 +488,27 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _qkv_write_kernel(  # type: ignore[no-untyped-def]
-        x_ptr, w_ptr, y_ptr, cos_ptr, sin_ptr, slot_ptr, kc_ptr, vc_ptr, rows, n_out, k_in, x_stride, half_offset,
-        q_heads, kv_heads, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        x_ptr,
+        w_ptr,
+        y_ptr,
+        cos_ptr,
+        sin_ptr,
+        slot_ptr,
+        kc_ptr,
+        vc_ptr,
+        rows,
+        n_out,
+        k_in,
+        x_stride,
+        half_offset,
+        q_heads,
+        kv_heads,
+        HEAD_DIM: tl.constexpr,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
         PDL: tl.constexpr,
-    ):  # fmt: skip
+    ):
         """``linear``'s qkv = x·Wᵀ and ``rope_write_cache``'s cache write, in one pass over W. Program
         (head, part) computes columns d and d + D/2 of the head for d in part·BLOCK_N + [0, BLOCK_N)
         (``_stream_rows`` with two row groups), stores them to qkv and, for a key or value head,
@@ -399,9 +522,18 @@ if TRITON_AVAILABLE:
         n = head * HEAD_DIM + d
         m = tl.arange(0, BLOCK_M)
         acc_lo, acc_hi = _stream_rows(
-            x_ptr, w_ptr + n[:, None].to(tl.int64) * k_in, half_offset, n < n_out, rows, k_in,
-            x_stride, BLOCK_M, BLOCK_N, BLOCK_K, True,
-        )  # fmt: skip
+            x_ptr,
+            w_ptr + n[:, None].to(tl.int64) * k_in,
+            half_offset,
+            n < n_out,
+            rows,
+            k_in,
+            x_stride,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            True,
+        )
         lo = acc_lo.to(y_ptr.dtype.element_ty)
         hi = acc_hi.to(y_ptr.dtype.element_ty)
         real = m[:, None] < rows
@@ -420,8 +552,9 @@ if TRITON_AVAILABLE:
                 cos_hi = tl.load(cos_ptr + table + half, mask=real, other=0.0)
                 sin_hi = tl.load(sin_ptr + table + half, mask=real, other=0.0)
                 tl.store(kc_ptr + target, _rope(lo, hi, cos_lo, sin_lo, d[None, :], half, False), mask=written)
-                tl.store(kc_ptr + target + half, _rope(hi, lo, cos_hi, sin_hi, d[None, :] + half, half, False),
-                         mask=written)  # fmt: skip
+                tl.store(
+                    kc_ptr + target + half, _rope(hi, lo, cos_hi, sin_hi, d[None, :] + half, half, False), mask=written
+                )
             else:
                 tl.store(vc_ptr + target, lo, mask=written)
                 tl.store(vc_ptr + target + half, hi, mask=written)
@@ -476,9 +609,11 @@ def _wide(x: Tensor) -> bool:
 
 
 def add_rms_norm(
-    x: Float[Tensor, "rows hidden"], delta: Float[Tensor, "rows hidden"] | None, weight: Float[Tensor, "hidden"],
+    x: Float[Tensor, "rows hidden"],
+    delta: Float[Tensor, "rows hidden"] | None,
+    weight: Float[Tensor, "hidden"],
     eps: float,
-) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:  # fmt: skip
+) -> tuple[Float[Tensor, "rows hidden"], Float[Tensor, "rows hidden"]]:
     """(s, rms_norm(s)) with s = x + δ (or x itself when δ is None)."""
     rows, hidden = x.shape
     _on_cuda(x=x, delta=delta, weight=weight)
@@ -493,18 +628,35 @@ def add_rms_norm(
     out = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
     d = x if delta is None else delta
     _add_rms_norm_kernel[(rows,)](
-        x, d, weight, total, out, hidden, 1.0 / hidden, eps, x.stride(0), d.stride(0),
-        HAS_DELTA=delta is not None, WIDE=_wide(x), BLOCK=triton.next_power_of_2(hidden),
-        num_warps=8 if hidden >= 2048 else 4, enable_fp_fusion=False, **_pdl(x),
-    )  # fmt: skip
+        x,
+        d,
+        weight,
+        total,
+        out,
+        hidden,
+        1.0 / hidden,
+        eps,
+        x.stride(0),
+        d.stride(0),
+        HAS_DELTA=delta is not None,
+        WIDE=_wide(x),
+        BLOCK=triton.next_power_of_2(hidden),
+        num_warps=8 if hidden >= 2048 else 4,
+        enable_fp_fusion=False,
+        **_pdl(x),
+    )
     return total, out
 
 
 def rope_write_cache(
-    k: Float[Tensor, "rows kvheads head_dim"], v: Float[Tensor, "rows kvheads head_dim"],
-    cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"], slots: Int[Tensor, "rows"],
-    key_cache: Tensor, value_cache: Tensor,
-) -> None:  # fmt: skip
+    k: Float[Tensor, "rows kvheads head_dim"],
+    v: Float[Tensor, "rows kvheads head_dim"],
+    cos: Float[Tensor, "rows head_dim"],
+    sin: Float[Tensor, "rows head_dim"],
+    slots: Int[Tensor, "rows"],
+    key_cache: Tensor,
+    value_cache: Tensor,
+) -> None:
     """Cache[slot] ← (RoPE(k), v) for every row whose slot is ≥ 0."""
     rows, heads, head_dim = k.shape
     _on_cuda(k=k, v=v, cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
@@ -514,21 +666,42 @@ def rope_write_cache(
         f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for k {tuple(k.shape)}",
     )
     _require(slots.shape == (rows,), f"slots {tuple(slots.shape)} for {rows} rows")
-    _require(key_cache.shape == value_cache.shape and key_cache.shape[2:] == (heads, head_dim),
-             f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} for k {tuple(k.shape)}")  # fmt: skip
+    _require(
+        key_cache.shape == value_cache.shape and key_cache.shape[2:] == (heads, head_dim),
+        f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} for k {tuple(k.shape)}",
+    )
     _unit_stride(k=k, v=v)
     _contiguous(cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
     _rope_write_kernel[(rows, heads)](
-        k, v, cos, sin, slots, key_cache, value_cache, k.stride(0), k.stride(1), v.stride(0), v.stride(1),
-        heads, head_dim, WIDE=_wide(k), BLOCK_D=triton.next_power_of_2(head_dim), enable_fp_fusion=False,
+        k,
+        v,
+        cos,
+        sin,
+        slots,
+        key_cache,
+        value_cache,
+        k.stride(0),
+        k.stride(1),
+        v.stride(0),
+        v.stride(1),
+        heads,
+        head_dim,
+        WIDE=_wide(k),
+        BLOCK_D=triton.next_power_of_2(head_dim),
+        enable_fp_fusion=False,
         **_pdl(k),
-    )  # fmt: skip
+    )
 
 
 def qkv_write_cache(
-    x: Float[Tensor, "rows k"], weight: Float[Tensor, "qkv k"], cos: Float[Tensor, "rows head_dim"],
-    sin: Float[Tensor, "rows head_dim"], slots: Int[Tensor, "rows"], key_cache: Tensor, value_cache: Tensor,
-) -> Float[Tensor, "rows qkv"]:  # fmt: skip
+    x: Float[Tensor, "rows k"],
+    weight: Float[Tensor, "qkv k"],
+    cos: Float[Tensor, "rows head_dim"],
+    sin: Float[Tensor, "rows head_dim"],
+    slots: Int[Tensor, "rows"],
+    key_cache: Tensor,
+    value_cache: Tensor,
+) -> Float[Tensor, "rows qkv"]:
     """``linear(x, weight)`` for the packed [q; k; v] weight (head_dim = the caches' last dimension,
     KV heads = their third), then ``rope_write_cache`` of its k and v columns, the same bits. Up to
     ``SKINNY_ROWS`` bfloat16 rows and half a head a multiple of 16 columns, one
@@ -541,10 +714,13 @@ def qkv_write_cache(
         key_cache.dim() == 4 and n_out % head_dim == 0 and n_out // head_dim > 2 * kv_heads,
         f"weight {tuple(weight.shape)} is not [q; k; v] for caches {tuple(key_cache.shape)}",
     )
-    _require(key_cache.shape == value_cache.shape,
-             f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} differ")  # fmt: skip
-    _require(cos.shape == sin.shape == (rows, head_dim),
-             f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for {rows} rows of head_dim {head_dim}")  # fmt: skip
+    _require(
+        key_cache.shape == value_cache.shape, f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} differ"
+    )
+    _require(
+        cos.shape == sin.shape == (rows, head_dim),
+        f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for {rows} rows of head_dim {head_dim}",
+    )
     _require(slots.shape == (rows,), f"slots {tuple(slots.shape)} for {rows} rows")
     _contiguous(cos=cos, sin=sin, slots=slots, key_cache=key_cache, value_cache=value_cache)
     block_n = qkv_block(head_dim)
@@ -552,17 +728,38 @@ def qkv_write_cache(
         qkv = linear(x, weight)
         kv_columns = kv_heads * head_dim
         k = qkv[:, n_out - 2 * kv_columns : n_out - kv_columns].view(rows, kv_heads, head_dim)
-        rope_write_cache(k, qkv[:, n_out - kv_columns :].view(rows, kv_heads, head_dim), cos, sin, slots,
-                         key_cache, value_cache)  # fmt: skip
+        rope_write_cache(
+            k, qkv[:, n_out - kv_columns :].view(rows, kv_heads, head_dim), cos, sin, slots, key_cache, value_cache
+        )
         return qkv
     qkv = torch.empty((rows, n_out), dtype=x.dtype, device=x.device)
     _, block_k, stages = skinny_config(n_out)
     heads = n_out // head_dim
     _qkv_write_kernel[(heads * (head_dim // 2 // block_n),)](
-        x, weight, qkv, cos, sin, slots, key_cache, value_cache, rows, n_out, x.shape[1], x.stride(0),
-        head_dim // 2 * x.shape[1], heads - 2 * kv_heads, kv_heads, HEAD_DIM=head_dim, BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
-        num_warps=4, num_stages=stages, enable_fp_fusion=False, **_pdl(x),
-    )  # fmt: skip
+        x,
+        weight,
+        qkv,
+        cos,
+        sin,
+        slots,
+        key_cache,
+        value_cache,
+        rows,
+        n_out,
+        x.shape[1],
+        x.stride(0),
+        head_dim // 2 * x.shape[1],
+        heads - 2 * kv_heads,
+        kv_heads,
+        HEAD_DIM=head_dim,
+        BLOCK_M=SKINNY_ROWS,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        num_warps=4,
+        num_stages=stages,
+        enable_fp_fusion=False,
+        **_pdl(x),
+    )
     return qkv
 
 
@@ -577,10 +774,17 @@ def qkv_block(head_dim: int) -> int:
 
 
 def decode_attention(
-    q: Float[Tensor, "rows qheads head_dim"], cos: Float[Tensor, "rows head_dim"], sin: Float[Tensor, "rows head_dim"],
-    positions: Int[Tensor, "rows"], context_slots: Int[Tensor, "rows context"], real: Bool[Tensor, "rows"],
-    key_cache: Tensor, value_cache: Tensor, *, tiling: tuple[int, int, int] | None = None,
-) -> Float[Tensor, "rows qheads head_dim"]:  # fmt: skip
+    q: Float[Tensor, "rows qheads head_dim"],
+    cos: Float[Tensor, "rows head_dim"],
+    sin: Float[Tensor, "rows head_dim"],
+    positions: Int[Tensor, "rows"],
+    context_slots: Int[Tensor, "rows context"],
+    real: Bool[Tensor, "rows"],
+    key_cache: Tensor,
+    value_cache: Tensor,
+    *,
+    tiling: tuple[int, int, int] | None = None,
+) -> Float[Tensor, "rows qheads head_dim"]:
     """Attention of RoPE(q) over each row's context slots ``[0, positions[row]]`` (the reference's
     ``batched_attention`` of ``apply_rope(q)`` with ``allowed_keys``); pad rows give zeros. ``tiling``: keys per
     program, keys per inner tile (a power of two dividing the first), warps per program; by default
@@ -591,23 +795,44 @@ def decode_attention(
     context = context_slots.shape[1]
     mma = uses_tensor_cores(q, key_cache)
     per_split, block_n, warps = attention_tiling(rows, kv_heads, context, mma) if tiling is None else tiling
-    _on_cuda(q=q, cos=cos, sin=sin, positions=positions, context_slots=context_slots, real=real,
-             key_cache=key_cache, value_cache=value_cache)  # fmt: skip
+    _on_cuda(
+        q=q,
+        cos=cos,
+        sin=sin,
+        positions=positions,
+        context_slots=context_slots,
+        real=real,
+        key_cache=key_cache,
+        value_cache=value_cache,
+    )
     _require(q_heads % kv_heads == 0, f"{q_heads} query heads over {kv_heads} KV heads")
-    _require(key_cache.shape == value_cache.shape and key_cache.shape[3] == head_dim,
-             f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} for q {tuple(q.shape)}")  # fmt: skip
-    _require(positions.shape == real.shape == (rows,) and context_slots.shape[0] == rows,
-             f"positions {tuple(positions.shape)}, real {tuple(real.shape)}, context_slots"
-             f" {tuple(context_slots.shape)} for {rows} rows")  # fmt: skip
+    _require(
+        key_cache.shape == value_cache.shape and key_cache.shape[3] == head_dim,
+        f"caches {tuple(key_cache.shape)}, {tuple(value_cache.shape)} for q {tuple(q.shape)}",
+    )
+    _require(
+        positions.shape == real.shape == (rows,) and context_slots.shape[0] == rows,
+        f"positions {tuple(positions.shape)}, real {tuple(real.shape)}, context_slots"
+        f" {tuple(context_slots.shape)} for {rows} rows",
+    )
     _require(
         cos.shape == sin.shape == (rows, head_dim),
         f"cos {tuple(cos.shape)}, sin {tuple(sin.shape)} for q {tuple(q.shape)}",
     )
-    _require(per_split % block_n == 0 and block_n & (block_n - 1) == 0 and warps >= 1,
-             f"tiling {tiling}: the tile must be a power of two dividing the keys per program")  # fmt: skip
+    _require(
+        per_split % block_n == 0 and block_n & (block_n - 1) == 0 and warps >= 1,
+        f"tiling {tiling}: the tile must be a power of two dividing the keys per program",
+    )
     _unit_stride(q=q)
-    _contiguous(cos=cos, sin=sin, positions=positions, context_slots=context_slots, real=real,
-                key_cache=key_cache, value_cache=value_cache)  # fmt: skip
+    _contiguous(
+        cos=cos,
+        sin=sin,
+        positions=positions,
+        context_slots=context_slots,
+        real=real,
+        key_cache=key_cache,
+        value_cache=value_cache,
+    )
     group = q_heads // kv_heads
     splits = triton.cdiv(context, per_split)
     compute = torch.float64 if _wide(q) else torch.float32
@@ -618,25 +843,82 @@ def decode_attention(
     out = torch.empty((rows, q_heads, head_dim), dtype=q.dtype, device=q.device)
     if mma:
         _attention_mma_kernel[(rows, kv_heads, splits)](
-            q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc, out,
-            q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits, per_split,
-            GROUP=group, BLOCK_G=max(16, triton.next_power_of_2(group)), BLOCK_D=block_d, BLOCK_N=block_n,
-            DIRECT=splits == 1, num_warps=warps, enable_fp_fusion=False, **_pdl(q),
-        )  # fmt: skip
+            q,
+            cos,
+            sin,
+            positions,
+            real,
+            context_slots,
+            key_cache,
+            value_cache,
+            m,
+            denom,
+            acc,
+            out,
+            q.stride(0),
+            q.stride(1),
+            context,
+            kv_heads,
+            head_dim,
+            head_dim**-0.5,
+            splits,
+            per_split,
+            GROUP=group,
+            BLOCK_G=max(16, triton.next_power_of_2(group)),
+            BLOCK_D=block_d,
+            BLOCK_N=block_n,
+            DIRECT=splits == 1,
+            num_warps=warps,
+            enable_fp_fusion=False,
+            **_pdl(q),
+        )
         if splits == 1:
             return out
     else:
         _attention_split_kernel[(rows, kv_heads, splits)](
-            q, cos, sin, positions, real, context_slots, key_cache, value_cache, m, denom, acc,
-            q.stride(0), q.stride(1), context, kv_heads, head_dim, head_dim**-0.5, splits,
-            WIDE=_wide(q), BLOCK_D=block_d, BLOCK_N=block_n, PER_SPLIT=per_split, GROUP=group,
-            BLOCK_G=triton.next_power_of_2(group), num_warps=warps, enable_fp_fusion=False, **_pdl(q),
-        )  # fmt: skip
+            q,
+            cos,
+            sin,
+            positions,
+            real,
+            context_slots,
+            key_cache,
+            value_cache,
+            m,
+            denom,
+            acc,
+            q.stride(0),
+            q.stride(1),
+            context,
+            kv_heads,
+            head_dim,
+            head_dim**-0.5,
+            splits,
+            WIDE=_wide(q),
+            BLOCK_D=block_d,
+            BLOCK_N=block_n,
+            PER_SPLIT=per_split,
+            GROUP=group,
+            BLOCK_G=triton.next_power_of_2(group),
+            num_warps=warps,
+            enable_fp_fusion=False,
+            **_pdl(q),
+        )
     _attention_combine_kernel[(rows, q_heads)](
-        m, denom, acc, real, out, q_heads, head_dim, splits,
-        WIDE=_wide(q), BLOCK_S=triton.next_power_of_2(splits), BLOCK_D=block_d, enable_fp_fusion=False,
+        m,
+        denom,
+        acc,
+        real,
+        out,
+        q_heads,
+        head_dim,
+        splits,
+        WIDE=_wide(q),
+        BLOCK_S=triton.next_power_of_2(splits),
+        BLOCK_D=block_d,
+        enable_fp_fusion=False,
         **_pdl(q),
-    )  # fmt: skip
+    )
     return out
 
 
@@ -666,9 +948,15 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
     inter = width // 2
     out = torch.empty((rows, inter), dtype=gate_up.dtype, device=gate_up.device)
     _silu_mul_kernel[(rows, triton.cdiv(inter, SILU_BLOCK))](
-        gate_up, out, inter, gate_up.stride(0), WIDE=_wide(gate_up), BLOCK=SILU_BLOCK, enable_fp_fusion=False,
+        gate_up,
+        out,
+        inter,
+        gate_up.stride(0),
+        WIDE=_wide(gate_up),
+        BLOCK=SILU_BLOCK,
+        enable_fp_fusion=False,
         **_pdl(gate_up),
-    )  # fmt: skip
+    )
     return out
 
 
@@ -695,10 +983,23 @@ def _skinny(x: Tensor, weight: Tensor, *, gated: bool = False) -> Tensor:
     block_n, block_k, stages = skinny_config(weight.shape[0])
     block_n = block_n // 2 if gated else block_n
     _skinny_linear_kernel[(triton.cdiv(n_out, block_n),)](
-        x, weight, y, rows, n_out, k_in, x.stride(0), n_out * k_in, BLOCK_M=SKINNY_ROWS, BLOCK_N=block_n, BLOCK_K=block_k,
-        GATED=gated, num_warps=4, num_stages=stages, enable_fp_fusion=not gated,  # SiLU as silu_mul: no FMAs
+        x,
+        weight,
+        y,
+        rows,
+        n_out,
+        k_in,
+        x.stride(0),
+        n_out * k_in,
+        BLOCK_M=SKINNY_ROWS,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        GATED=gated,
+        num_warps=4,
+        num_stages=stages,
+        enable_fp_fusion=not gated,  # SiLU as silu_mul: no FMAs
         **_pdl(x),
-    )  # fmt: skip
+    )
     return y
 
 
@@ -706,9 +1007,11 @@ def _streams_weight(x: Tensor, weight: Tensor) -> bool:
     """``_skinny_linear_kernel`` applies (CUDA tensors, as ``linear`` requires): at most
     ``SKINNY_ROWS`` bfloat16 rows, a contiguous weight."""
     return (
-        x.dtype == weight.dtype == torch.bfloat16 and 0 < x.shape[0] <= SKINNY_ROWS
-        and weight.is_contiguous() and x.stride(1) == 1
-    )  # fmt: skip
+        x.dtype == weight.dtype == torch.bfloat16
+        and 0 < x.shape[0] <= SKINNY_ROWS
+        and weight.is_contiguous()
+        and x.stride(1) == 1
+    )
 
 
 def linear(x: Float[Tensor, "rows k"], weight: Float[Tensor, "n k"]) -> Float[Tensor, "rows n"]:

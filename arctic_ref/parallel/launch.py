@@ -47,9 +47,12 @@ def _entry(
     if backend == "nccl":
         torch.cuda.set_device(index)
     dist.init_process_group(
-        backend, init_method=f"file://{workdir}/rendezvous", rank=index, world_size=world,
+        backend,
+        init_method=f"file://{workdir}/rendezvous",
+        rank=index,
+        world_size=world,
         timeout=timedelta(seconds=timeout_s),
-    )  # fmt: skip
+    )
     try:
         result = fn(RankInfo(index, world, backend), *args)
         torch.save(result, Path(workdir) / f"result-{index}.pt")
@@ -88,9 +91,12 @@ def spawn_ranks(
         return [fn(RankInfo(0, 1, backend), *args)]
     with tempfile.TemporaryDirectory(prefix="arctic-ref-ranks-") as workdir:
         context = start_processes(  # type: ignore[no-untyped-call]
-            _entry, args=(fn, args, world_size, backend, workdir, timeout_s), nprocs=world_size, join=False,
+            _entry,
+            args=(fn, args, world_size, backend, workdir, timeout_s),
+            nprocs=world_size,
+            join=False,
             start_method="spawn",
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + timeout_s
         try:
             while not context.join(timeout=max(0.1, min(1.0, deadline - time.monotonic()))):

@@ -179,8 +179,11 @@ class RequestDriver:
         if bad:
             raise ValueError(f"prompt token ids outside [0, {config.vocab_size}): (prompt, id) {bad[:5]}")
         req_id = request_id(index)
-        self.scheduler.add(RequestState(req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params,
-                                        eos_token_ids=config.eos_token_ids))  # fmt: skip
+        self.scheduler.add(
+            RequestState(
+                req_id=req_id, prompt_token_ids=tuple(prompt), sampling=params, eos_token_ids=config.eos_token_ids
+            )
+        )
         self.index[req_id] = index
         return index
 
@@ -222,9 +225,15 @@ class RequestDriver:
             for i, req_id in enumerate(out.req_ids):
                 kept = states[req_id].num_tokens - known[req_id]  # tokens past a stop were dropped
                 for k in range(kept):  # token k came from the request's k-th logits row
-                    self.records.append(SampleRecord(prompt_index=self.index[req_id], num_tokens=known[req_id] + k,
-                                                     step=self.steps, mode=out.stats.mode,
-                                                     logits=out.sample_logits[out.logits_rows[i][k]].cpu()))  # fmt: skip
+                    self.records.append(
+                        SampleRecord(
+                            prompt_index=self.index[req_id],
+                            num_tokens=known[req_id] + k,
+                            step=self.steps,
+                            mode=out.stats.mode,
+                            logits=out.sample_logits[out.logits_rows[i][k]].cpu(),
+                        )
+                    )
         self.steps += 1
         return True
 

@@ -119,10 +119,15 @@ class GenerateJob:
         if too_long:
             raise ValueError(f"prompts {too_long} are not shorter than max_model_len({max_len})")
         return EngineConfig(
-            model=config, layout=layout, dtype=DTYPES[self.dtype], shift_threshold=self.shift_threshold,
+            model=config,
+            layout=layout,
+            dtype=DTYPES[self.dtype],
+            shift_threshold=self.shift_threshold,
             scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=max_len),
-            device=self.device, cuda_graphs=self.cuda_graphs, kernels=self.kernels,
-        )  # fmt: skip
+            device=self.device,
+            cuda_graphs=self.cuda_graphs,
+            kernels=self.kernels,
+        )
 
     def drafter(self, model: ModelConfig, max_model_len: int, device: torch.device) -> Drafter | HiddenStateDrafter:
         """none; suffix (max draft ``--num-spec-tokens``, default 32); ngram (k default 3, lookup
@@ -195,8 +200,9 @@ def generate_on_rank(info: RankInfo, job: GenerateJob) -> list[RequestResult] | 
 def generate(job: GenerateJob, *, timeout_s: float = 600.0) -> list[RequestResult]:
     engine = job.engine()  # usage errors here, before any process starts
     backend = "nccl" if job.device == "cuda" else "gloo"
-    results = spawn_ranks(generate_on_rank, job, world_size=engine.layout.world_size, backend=backend,
-                          timeout_s=timeout_s)[0]  # fmt: skip
+    results = spawn_ranks(
+        generate_on_rank, job, world_size=engine.layout.world_size, backend=backend, timeout_s=timeout_s
+    )[0]
     assert results is not None
     return list(results)
 
@@ -205,13 +211,30 @@ def format_results(results: Sequence[RequestResult], prompts: Sequence[Sequence[
     rows = [("prompt", "prompt len", "outputs", "steps", "drafts", "accepted", "acceptance")]
     for r in results:
         rate = f"{r.num_accepted_tokens / r.num_draft_tokens:.2f}" if r.num_draft_tokens else "-"
-        rows.append((str(r.prompt_index), str(len(prompts[r.prompt_index])), str(len(r.output_token_ids)),
-                     str(r.num_steps), str(r.num_draft_tokens), str(r.num_accepted_tokens), rate))  # fmt: skip
+        rows.append(
+            (
+                str(r.prompt_index),
+                str(len(prompts[r.prompt_index])),
+                str(len(r.output_token_ids)),
+                str(r.num_steps),
+                str(r.num_draft_tokens),
+                str(r.num_accepted_tokens),
+                rate,
+            )
+        )
     drafts = sum(r.num_draft_tokens for r in results)
     accepted = sum(r.num_accepted_tokens for r in results)
-    rows.append(("total", str(sum(len(p) for p in prompts)), str(sum(len(r.output_token_ids) for r in results)),
-                 str(sum(r.num_steps for r in results)), str(drafts), str(accepted),
-                 f"{accepted / drafts:.2f}" if drafts else "-"))  # fmt: skip
+    rows.append(
+        (
+            "total",
+            str(sum(len(p) for p in prompts)),
+            str(sum(len(r.output_token_ids) for r in results)),
+            str(sum(r.num_steps for r in results)),
+            str(drafts),
+            str(accepted),
+            f"{accepted / drafts:.2f}" if drafts else "-",
+        )
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     verify = sum(r.num_verify_steps for r in results)
     emitted = f"\nmean tokens emitted per verify step: {(accepted + verify) / verify:.2f}" if verify else ""

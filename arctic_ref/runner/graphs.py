@@ -26,9 +26,15 @@ class CapturedForward:
 
     @classmethod
     def capture(
-        cls, model: LlamaShard, cache: KVCache, plan: StepPlan, context: int, device: torch.device,
-        pool: tuple[int, int] | None = None, forward_fn: ForwardFn = forward,
-    ) -> "CapturedForward":  # fmt: skip
+        cls,
+        model: LlamaShard,
+        cache: KVCache,
+        plan: StepPlan,
+        context: int,
+        device: torch.device,
+        pool: tuple[int, int] | None = None,
+        forward_fn: ForwardFn = forward,
+    ) -> "CapturedForward":
         size = plan.num_input_tokens
         static = ForwardInputs(
             input_ids=torch.zeros(size, dtype=torch.int64, device=device),

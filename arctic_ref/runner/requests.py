@@ -9,6 +9,7 @@ FinishReason = Literal["stop", "length"]
 """Why a request finished: "stop" (an EOS or stop token, kept as its last token) or "length"
 (``max_tokens`` or ``max_model_len``), as vLLM reports it."""
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SamplingParams:
     temperature: float = 0.0  # 0.0 = greedy

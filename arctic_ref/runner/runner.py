@@ -107,8 +107,13 @@ class ReferenceRunner:
         for req_id in sched.finished_req_ids:
             self.batch.pop(req_id, None)
             self.blocks.release(req_id)
-        plan = plan_step(sched.total_num_scheduled_tokens, policy=self.policy, graphs=self.graphs, groups=self.groups,
-                         exchange=self.exchange)  # fmt: skip
+        plan = plan_step(
+            sched.total_num_scheduled_tokens,
+            policy=self.policy,
+            graphs=self.graphs,
+            groups=self.groups,
+            exchange=self.exchange,
+        )
         inputs = self.prepare_inputs(sched, plan)
         model = self.models[plan.mode]
         if plan.graph_size is not None and self.device.type == "cuda":
@@ -239,15 +244,22 @@ class ReferenceRunner:
         put = self.verify_inputs.put
         meta = SamplingMetadata(
             temperature=put("temperature", torch.tensor(temperatures, dtype=torch.float32, device=self.device)),
-            all_greedy=all(t == 0 for t in temperatures), all_random=all(t > 0 for t in temperatures),
-            generators={k: r.generator for k, r in enumerate(reqs) if r.generator is not None and r.sampling.temperature > 0},
-        )  # fmt: skip
+            all_greedy=all(t == 0 for t in temperatures),
+            all_random=all(t > 0 for t in temperatures),
+            generators={
+                k: r.generator for k, r in enumerate(reqs) if r.generator is not None and r.sampling.temperature > 0
+            },
+        )
         out = self.sampler(
-            put("draft_token_ids", spec.draft_token_ids[flat].long()), counts, max(max(counts), 1),
+            put("draft_token_ids", spec.draft_token_ids[flat].long()),
+            counts,
+            max(max(counts), 1),
             put("cu_num_draft_tokens", torch.tensor(list(accumulate(counts)), dtype=torch.int64, device=self.device)),
-            None, put("target_logits", rows[spec.target_logits_indices.long()[flat]]),
-            put("bonus_token_ids", torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1)), meta,
-        )  # fmt: skip
+            None,
+            put("target_logits", rows[spec.target_logits_indices.long()[flat]]),
+            put("bonus_token_ids", torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1)),
+            meta,
+        )
         valid: list[list[int]] = [[] for _ in partial]
         for i, tokens in zip(keep, parse_output(out, logits.shape[1]), strict=True):
             valid[i] = tokens
@@ -279,11 +291,15 @@ class ReferenceRunner:
         if it reads them, the hidden states at this step's logits indices); a row's sample is
         ``stages.drafter_sample`` of its valid tokens."""
         rows = [
-            DraftRow(req_id=item.req_id, token_ids=self.batch[item.req_id].tokens,
-                     num_prompt_tokens=len(self.batch[item.req_id].prompt),
-                     sampled=self.stages.drafter_sample(tokens, thrown), discarded=thrown)
+            DraftRow(
+                req_id=item.req_id,
+                token_ids=self.batch[item.req_id].tokens,
+                num_prompt_tokens=len(self.batch[item.req_id].prompt),
+                sampled=self.stages.drafter_sample(tokens, thrown),
+                discarded=thrown,
+            )
             for item, tokens, thrown in zip(sched.scheduled, valid, discarded, strict=True)
-        ]  # fmt: skip
+        ]
         if isinstance(self.drafter, HiddenStateDrafter):
             return self.drafter.propose_with_hidden(rows, sample_hidden, num_drafts)
         return self.drafter.propose(rows)

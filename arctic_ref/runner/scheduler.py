@@ -51,15 +51,25 @@ class SimpleScheduler:
             if m <= 0:
                 continue
             drafts = tuple(req.spec_token_ids[: max(0, m + c - req.num_tokens)])
-            out.append(ScheduledRequest(req_id=req.req_id, num_computed_tokens=c, num_scheduled_tokens=m,
-                                        spec_token_ids=drafts))  # fmt: skip
+            out.append(
+                ScheduledRequest(
+                    req_id=req.req_id, num_computed_tokens=c, num_scheduled_tokens=m, spec_token_ids=drafts
+                )
+            )
             req.num_computed_tokens += m
             budget -= m
         while self.waiting and len(self.running) < self.config.max_num_seqs and budget > 0:
             req = self.waiting.popleft()
             m = min(len(req.prompt_token_ids), budget)
-            out.append(ScheduledRequest(req_id=req.req_id, num_computed_tokens=0, num_scheduled_tokens=m,
-                                        new_prompt=req.prompt_token_ids, sampling=req.sampling))  # fmt: skip
+            out.append(
+                ScheduledRequest(
+                    req_id=req.req_id,
+                    num_computed_tokens=0,
+                    num_scheduled_tokens=m,
+                    new_prompt=req.prompt_token_ids,
+                    sampling=req.sampling,
+                )
+            )
             req.num_computed_tokens = m
             budget -= m
             self.running.append(req)

@@ -159,11 +159,19 @@ def select_hidden_rows(
     return rows
 
 
-def speculator_for(hidden_size: int, vocab_size: int, kind: Kind, seed: int, dtype: torch.dtype,
-                   device: torch.device | str = "cpu") -> ArcticSpeculator:  # fmt: skip
+def speculator_for(
+    hidden_size: int, vocab_size: int, kind: Kind, seed: int, dtype: torch.dtype, device: torch.device | str = "cpu"
+) -> ArcticSpeculator:
     """The built-in speculator sized from the target (D = E = hidden size, n_predict 3): MLP untied
     with scale_input, LSTM tied; weights from generator ``seed`` (callers pass model seed + 1)."""
-    config = SpeculatorConfig(kind=kind, n_predict=3, input_dim=hidden_size, inner_dim=hidden_size,
-                              vocab_size=vocab_size, tie_weights=kind == "lstm", scale_input=True)  # fmt: skip
+    config = SpeculatorConfig(
+        kind=kind,
+        n_predict=3,
+        input_dim=hidden_size,
+        inner_dim=hidden_size,
+        vocab_size=vocab_size,
+        tie_weights=kind == "lstm",
+        scale_input=True,
+    )
     weights = {k: v.to(device) for k, v in speculator_weights(config, seed, dtype).items()}
     return ArcticSpeculator(config, weights)

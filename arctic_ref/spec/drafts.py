@@ -253,9 +253,13 @@ def propose_draft_token_ids(
             query = rules.suffix_query(row, config) if row.sampled else None  # D2
             if query is not None:
                 suffix[i] = cache.speculate(
-                    row.req_id, query.pattern, query.max_spec_tokens, config.suffix_max_spec_factor,
-                    query.max_spec_offset, config.suffix_min_token_prob,
-                )  # fmt: skip
+                    row.req_id,
+                    query.pattern,
+                    query.max_spec_tokens,
+                    config.suffix_max_spec_factor,
+                    query.max_spec_offset,
+                    config.suffix_min_token_prob,
+                )
     threshold = rules.min_score(config)
     chosen = [d is not None and d.score >= threshold for d in suffix]
     if config.method == "suffix":
@@ -290,9 +294,12 @@ def suffix_config(
 ) -> DraftConfig:
     """The runner's suffix decoding (runner.md §2.2): D = 64, k = D (the seed's rule for "suffix")."""
     return DraftConfig(
-        method="suffix", num_speculative_tokens=64, max_model_len=max_model_len,
-        suffix_max_spec_tokens=max_spec_tokens, disable_by_batch_size=disable_by_batch_size,
-    )  # fmt: skip
+        method="suffix",
+        num_speculative_tokens=64,
+        max_model_len=max_model_len,
+        suffix_max_spec_tokens=max_spec_tokens,
+        disable_by_batch_size=disable_by_batch_size,
+    )
 
 
 def arctic_config(
@@ -301,6 +308,9 @@ def arctic_config(
     """The runner's Arctic speculator (runner.md §2.4), with suffix decoding beside it when ``hybrid``
     (runner.md §2.5 item 4: a row takes its suffix draft iff its score ≥ k)."""
     return DraftConfig(
-        method="arctic", num_speculative_tokens=num_speculative_tokens, max_model_len=max_model_len,
-        enable_suffix_decoding=hybrid, disable_by_batch_size=disable_by_batch_size,
-    )  # fmt: skip
+        method="arctic",
+        num_speculative_tokens=num_speculative_tokens,
+        max_model_len=max_model_len,
+        enable_suffix_decoding=hybrid,
+        disable_by_batch_size=disable_by_batch_size,
+    )

@@ -27,9 +27,16 @@ def rejection_sample_loop(
     profile: SamplerProfile = INTENDED,
 ) -> Int[Tensor, "num_reqs out_cols"]:
     validate_inputs(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata, profile,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+        profile,
+    )
     num_reqs, vocab = len(num_draft_tokens), target_logits.shape[1]
     check_noise(noise, sampling_metadata.all_greedy, target_logits.shape[0], num_reqs, vocab)
     greedy = sampling_metadata.is_greedy(num_reqs, target_logits.device).tolist()

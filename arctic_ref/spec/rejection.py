@@ -44,9 +44,16 @@ def validate_inputs(
 ) -> None:
     """Every rule of verification.md §1.2 that can be checked before sampling; one device-to-host sync."""
     validate_host_inputs(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata, profile,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+        profile,
+    )
     _validate_values(draft_token_ids, num_draft_tokens, cu_num_draft_tokens, target_logits, sampling_metadata)
 
 
@@ -111,9 +118,12 @@ def validate_host_inputs(
 
 
 def _validate_values(
-    draft_token_ids: Tensor, num_draft_tokens: Sequence[int], cu_num_draft_tokens: Tensor, target_logits: Tensor,
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    cu_num_draft_tokens: Tensor,
+    target_logits: Tensor,
     meta: SamplingMetadata,
-) -> None:  # fmt: skip
+) -> None:
     """The value rules of verification.md §1.2 (inputs already shape-checked): everything
     data-dependent comes to the host in one transfer (one device sync)."""
     counts = np.asarray(num_draft_tokens)
@@ -188,16 +198,32 @@ def rejection_sample(
     """``draw_noise`` (verification.md §2.1 order) then ``rejection_sample_with_noise``. ``fused=False`` keeps
     the plain vectorised torch path on CUDA too (for comparison)."""
     validate_inputs(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata, profile,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+        profile,
+    )
     noise = draw_noise(
         num_draft_tokens, target_logits.shape[1], sampling_metadata, profile=profile, device=target_logits.device
     )
     return _sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_column(bonus_token_ids), sampling_metadata, noise, profile, fused,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_column(bonus_token_ids),
+        sampling_metadata,
+        noise,
+        profile,
+        fused,
+    )
 
 
 def rejection_sample_with_noise(
@@ -216,13 +242,29 @@ def rejection_sample_with_noise(
 ) -> Int[Tensor, "num_reqs out_cols"]:
     """The same with injected u and E; no generator is read or advanced."""
     validate_inputs(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata, profile,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+        profile,
+    )
     return _sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_column(bonus_token_ids), sampling_metadata, noise, profile, fused,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_column(bonus_token_ids),
+        sampling_metadata,
+        noise,
+        profile,
+        fused,
+    )
 
 
 def check_noise(noise: RejectionNoise | None, all_greedy: bool, num_tokens: int, num_reqs: int, vocab: int) -> None:
@@ -280,9 +322,16 @@ def _sample(
     use_fused = fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name)
     if noise is not None and use_fused:
         out, bad = fused_kernels(
-            draft_token_ids, cu_num_draft_tokens, max_spec_len, draft_probs, target_logits, bonus_token_ids,
-            sampling_metadata.temperature, noise.uniforms, noise.exponentials,
-        )  # fmt: skip
+            draft_token_ids,
+            cu_num_draft_tokens,
+            max_spec_len,
+            draft_probs,
+            target_logits,
+            bonus_token_ids,
+            sampling_metadata.temperature,
+            noise.uniforms,
+            noise.exponentials,
+        )
         if bool(bad.any()):  # verification.md §1.2 item 5, read back: the fused path's one sync
             raise ValueError(NAN_MESSAGE)
         return out
@@ -332,9 +381,15 @@ def _accepted_prefix(accepted: Tensor, rows: Tensor, position: Tensor, counts: T
 
 
 def _assemble(
-    drafts: Tensor, rows: Tensor, position: Tensor, counts: Tensor, num_accepted: Tensor, at_rejection: Tensor,
-    bonus_token_ids: Tensor, max_spec_len: int,
-) -> Tensor:  # fmt: skip
+    drafts: Tensor,
+    rows: Tensor,
+    position: Tensor,
+    counts: Tensor,
+    num_accepted: Tensor,
+    at_rejection: Tensor,
+    bonus_token_ids: Tensor,
+    max_spec_len: int,
+) -> Tensor:
     """Left-packed rows: the accepted drafts, then the bonus (all accepted) or the rejection token."""
     num_reqs, device = counts.shape[0], counts.device
     columns = torch.arange(max_spec_len + 1, device=device)

@@ -169,9 +169,16 @@ def _tensor_key(tensor: Tensor) -> _TensorKey:
 
 
 def _graph_key(
-    draft_token_ids: object, num_draft_tokens: object, max_spec_len: object, cu_num_draft_tokens: object,
-    draft_probs: object, target_logits: object, bonus_token_ids: object, meta: object, profile: SamplerProfile,
-) -> _Key | None:  # fmt: skip
+    draft_token_ids: object,
+    num_draft_tokens: object,
+    max_spec_len: object,
+    cu_num_draft_tokens: object,
+    draft_probs: object,
+    target_logits: object,
+    bonus_token_ids: object,
+    meta: object,
+    profile: SamplerProfile,
+) -> _Key | None:
     """The signature a graph replays for, or None where the call takes the eager path."""
     tensors = (draft_token_ids, cu_num_draft_tokens, target_logits, bonus_token_ids)
     if not all(isinstance(t, Tensor) and t.is_cuda and t.is_contiguous() for t in tensors):
@@ -195,8 +202,11 @@ def _graph_key(
         *(_tensor_key(t) for t in tensors),  # type: ignore[arg-type]
         None if draft_probs is None else _tensor_key(draft_probs),
         _tensor_key(meta.temperature.contiguous()),
-        tuple(num_draft_tokens), max_spec_len, meta.all_random, profile,
-    )  # fmt: skip
+        tuple(num_draft_tokens),
+        max_spec_len,
+        meta.all_random,
+        profile,
+    )
 
 
 class RejectionSampler:
@@ -206,9 +216,13 @@ class RejectionSampler:
     writing it and the replay reading it."""
 
     def __init__(
-        self, *, profile: SamplerProfile = INTENDED, capacity: int = CAPACITY, capture_after: int = CAPTURE_AFTER,
+        self,
+        *,
+        profile: SamplerProfile = INTENDED,
+        capacity: int = CAPACITY,
+        capture_after: int = CAPTURE_AFTER,
         drawn_max_values: int = DRAWN_MAX_VALUES,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if capacity < 0 or capture_after < 1:
             raise ValueError(f"capacity must be >= 0 and capture_after >= 1, got {capacity} and {capture_after}")
         if drawn_max_values < 0:
@@ -240,9 +254,15 @@ class RejectionSampler:
         sampling_metadata: SamplingMetadata,
     ) -> Output:
         args = (
-            draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-            bonus_token_ids, sampling_metadata,
-        )  # fmt: skip
+            draft_token_ids,
+            num_draft_tokens,
+            max_spec_len,
+            cu_num_draft_tokens,
+            draft_probs,
+            target_logits,
+            bonus_token_ids,
+            sampling_metadata,
+        )
         key = _graph_key(*args, self.profile) if self.capacity else None
         if key is None:
             return rejection_sample(*args, profile=self.profile)
@@ -287,10 +307,17 @@ class RejectionSampler:
         return count
 
     def _capture(
-        self, key: _Key, draft_token_ids: Tensor, num_draft_tokens: Sequence[int], max_spec_len: int,
-        cu_num_draft_tokens: Tensor, draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor,
+        self,
+        key: _Key,
+        draft_token_ids: Tensor,
+        num_draft_tokens: Sequence[int],
+        max_spec_len: int,
+        cu_num_draft_tokens: Tensor,
+        draft_probs: Tensor | None,
+        target_logits: Tensor,
+        bonus_token_ids: Tensor,
         meta: SamplingMetadata,
-    ) -> _Captured:  # fmt: skip
+    ) -> _Captured:
         """``capture_graph`` of the whole call on these inputs: the kernels draw the noise up to
         ``DRAWN_MAX_VALUES`` exponentials in the race, beyond into noise tensors (``draw_from_state``)."""
         device = target_logits.device
@@ -310,7 +337,9 @@ class RejectionSampler:
         drawn = noise if race_draws else None
         side = None if race_draws else torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         checks = ValueChecks(
-            cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=meta.all_greedy, all_random=meta.all_random,
+            cu_num_draft_tokens=cu_num_draft_tokens,
+            all_greedy=meta.all_greedy,
+            all_random=meta.all_random,
             flags=host_flags,
         )
 
@@ -323,22 +352,40 @@ class RejectionSampler:
                     noise.state, noise.uniforms, noise.exponentials, vocab, exponential_stream=side
                 )
             out, _ = fused_kernels(
-                draft_token_ids, expected_cu, max_spec_len, draft_probs, target_logits,
-                bonus_column(bonus_token_ids), meta.temperature, uniforms, exponentials, checks=checks,
-                counters=counters, exponential_stream=side, out=static_out, out_slot=slot[:1], drawn=drawn,
-                race_bests=race_bests, slot_from=None if drawn is None else host_slot,
-            )  # fmt: skip
+                draft_token_ids,
+                expected_cu,
+                max_spec_len,
+                draft_probs,
+                target_logits,
+                bonus_column(bonus_token_ids),
+                meta.temperature,
+                uniforms,
+                exponentials,
+                checks=checks,
+                counters=counters,
+                exponential_stream=side,
+                out=static_out,
+                out_slot=slot[:1],
+                drawn=drawn,
+                race_bests=race_bests,
+                slot_from=None if drawn is None else host_slot,
+            )
             return out
 
         graph, _ = capture_graph(body, device)
         if len(self._graphs) >= self.capacity:
             self._graphs.popitem(last=False)
         captured = _Captured(
-            graph=graph, expected_cu=expected_cu, outputs=_Outputs(out_shape, device), host_slot=host_slot,
-            host_values=(ctypes.c_int64 * 3).from_address(host_slot.data_ptr()), slot=slot,
+            graph=graph,
+            expected_cu=expected_cu,
+            outputs=_Outputs(out_shape, device),
+            host_slot=host_slot,
+            host_values=(ctypes.c_int64 * 3).from_address(host_slot.data_ptr()),
+            slot=slot,
             offset_step=noise.increment,
-            host_flags=host_flags, counters=counters,
+            host_flags=host_flags,
+            counters=counters,
             race_bests=race_bests,
-        )  # fmt: skip
+        )
         self._graphs[key] = captured
         return captured

@@ -100,9 +100,19 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _row_stats_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, draft_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr, pd_ptr, stride, nchunks,
+        logits_ptr,
+        temp_ptr,
+        draft_ptr,
+        part_m_ptr,
+        part_s_ptr,
+        part_i_ptr,
+        m_ptr,
+        s_ptr,
+        pd_ptr,
+        stride,
+        nchunks,
         CHUNKS: tl.constexpr,
-    ):  # fmt: skip
+    ):
         row = tl.program_id(0)
         tau = tl.load(temp_ptr + row)
         m, s, _ = _merged(part_m_ptr, part_s_ptr, part_i_ptr, row, nchunks, CHUNKS)
@@ -181,8 +191,22 @@ if TRITON_AVAILABLE:
         return m, s
 
     @triton.jit
-    def _partial(logits_ptr, temp_ptr, req, row, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,  # type: ignore[no-untyped-def]
-                 HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    def _partial(  # type: ignore[no-untyped-def]
+        logits_ptr,
+        temp_ptr,
+        req,
+        row,
+        part,
+        part_m_ptr,
+        part_s_ptr,
+        part_i_ptr,
+        vocab,
+        stride,
+        chunk,
+        HAS_TEMP: tl.constexpr,
+        CHUNKS: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         """Row ``row`` (of request ``req``) over vocabulary chunk ``part``: the raw maximum and its
         first index (greedy rows) or the online softmax statistics of x/τ (random rows)."""
         tau = 1.0
@@ -208,17 +232,41 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _partial_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,
-        HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, BLOCK: tl.constexpr,
-    ):  # fmt: skip
+        logits_ptr,
+        temp_ptr,
+        cu_ptr,
+        part_m_ptr,
+        part_s_ptr,
+        part_i_ptr,
+        vocab,
+        stride,
+        chunk,
+        HAS_TEMP: tl.constexpr,
+        CHUNKS: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         """Program (i, j, c): ``_partial`` of row j of request i over vocabulary chunk c."""
         req = tl.program_id(0)
         j = tl.program_id(1)
         part = tl.program_id(2)
         begin, end = _request_rows(cu_ptr, req)
         if j < end - begin:
-            _partial(logits_ptr, temp_ptr, req, begin + j, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride,
-                     chunk, HAS_TEMP, CHUNKS, BLOCK)  # fmt: skip
+            _partial(
+                logits_ptr,
+                temp_ptr,
+                req,
+                begin + j,
+                part,
+                part_m_ptr,
+                part_s_ptr,
+                part_i_ptr,
+                vocab,
+                stride,
+                chunk,
+                HAS_TEMP,
+                CHUNKS,
+                BLOCK,
+            )
 
     @triton.jit
     def _last_to_arrive(counter_ptr, arrivals):  # type: ignore[no-untyped-def]
@@ -235,10 +283,31 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _verify_row(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-        accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u,
-        HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr, DRAWN: tl.constexpr,
-    ):  # fmt: skip
+        logits_ptr,
+        temp_ptr,
+        draft_ptr,
+        u_ptr,
+        q_ptr,
+        part_m_ptr,
+        part_s_ptr,
+        part_i_ptr,
+        m_ptr,
+        s_ptr,
+        accept_ptr,
+        argmax_ptr,
+        bad_ptr,
+        req,
+        row,
+        vocab,
+        stride,
+        nchunks,
+        state_ptr,
+        stride_u,
+        HAS_TEMP: tl.constexpr,
+        HAS_Q: tl.constexpr,
+        CHUNKS: tl.constexpr,
+        DRAWN: tl.constexpr,
+    ):
         """Draft row ``row`` of request ``req``: its merged chunk partials (softmax statistics or
         raw argmax), p(d) and the acceptance; ``DRAWN``: u is torch's float64 ``rand`` value ``row``,
         drawn here from the seed and offset at ``state_ptr`` (``torch_philox``)."""
@@ -274,13 +343,48 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _stats_verify_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-        accept_ptr, argmax_ptr, bad_ptr, row_counter_ptr, vocab, stride, chunk, nchunks,
-        check_cu_ptr, expected_ptr, flags_ptr, num_reqs, total, state_ptr, stride_u, race_row_ptr, accepted_ptr,
-        req_counter_ptr, slot_from_ptr, slot_to_ptr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
-        CHUNKS: tl.constexpr, BLOCK: tl.constexpr, CHECK: tl.constexpr, ALL_GREEDY: tl.constexpr,
-        ALL_RANDOM: tl.constexpr, DRAWN: tl.constexpr, COPY_SLOT: tl.constexpr, COLS: tl.constexpr,
-    ):  # fmt: skip
+        logits_ptr,
+        temp_ptr,
+        cu_ptr,
+        draft_ptr,
+        u_ptr,
+        q_ptr,
+        part_m_ptr,
+        part_s_ptr,
+        part_i_ptr,
+        m_ptr,
+        s_ptr,
+        accept_ptr,
+        argmax_ptr,
+        bad_ptr,
+        row_counter_ptr,
+        vocab,
+        stride,
+        chunk,
+        nchunks,
+        check_cu_ptr,
+        expected_ptr,
+        flags_ptr,
+        num_reqs,
+        total,
+        state_ptr,
+        stride_u,
+        race_row_ptr,
+        accepted_ptr,
+        req_counter_ptr,
+        slot_from_ptr,
+        slot_to_ptr,
+        HAS_TEMP: tl.constexpr,
+        HAS_Q: tl.constexpr,
+        CHUNKS: tl.constexpr,
+        BLOCK: tl.constexpr,
+        CHECK: tl.constexpr,
+        ALL_GREEDY: tl.constexpr,
+        ALL_RANDOM: tl.constexpr,
+        DRAWN: tl.constexpr,
+        COPY_SLOT: tl.constexpr,
+        COLS: tl.constexpr,
+    ):
         """Program (i, j, c): ``_partial`` of row j of request i over chunk c; the row's last chunk
         program to finish verifies the row (``_verify_row``, partials merged in chunk order). With
         ``CHECK``, program (0, 0, 0) also writes the value rules' bits to ``flags[0]`` and zeroes the
@@ -302,22 +406,69 @@ if TRITON_AVAILABLE:
                 tl.store(slot_to_ptr + three, held, mask=three < 3)
         if CHECK:  # noqa: SIM102 - a constexpr test, then a runtime one (Triton compiles them apart)
             if first:  # 128 lanes: see _check_rules on registers
-                _check_rules(check_cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
-                             ALL_GREEDY, ALL_RANDOM, 128)  # fmt: skip
+                _check_rules(
+                    check_cu_ptr,
+                    expected_ptr,
+                    draft_ptr,
+                    temp_ptr,
+                    flags_ptr,
+                    num_reqs,
+                    total,
+                    vocab,
+                    ALL_GREEDY,
+                    ALL_RANDOM,
+                    128,
+                )
         begin, end = _request_rows(cu_ptr, req)
         if j < end - begin:
             row = begin + j
-            _partial(logits_ptr, temp_ptr, req, row, part, part_m_ptr, part_s_ptr, part_i_ptr, vocab, stride, chunk,
-                     HAS_TEMP, CHUNKS, BLOCK)  # fmt: skip
+            _partial(
+                logits_ptr,
+                temp_ptr,
+                req,
+                row,
+                part,
+                part_m_ptr,
+                part_s_ptr,
+                part_i_ptr,
+                vocab,
+                stride,
+                chunk,
+                HAS_TEMP,
+                CHUNKS,
+                BLOCK,
+            )
             if _last_to_arrive(row_counter_ptr + row, nchunks):
                 _verify_row(
-                    logits_ptr, temp_ptr, draft_ptr, u_ptr, q_ptr, part_m_ptr, part_s_ptr, part_i_ptr, m_ptr, s_ptr,
-                    accept_ptr, argmax_ptr, bad_ptr, req, row, vocab, stride, nchunks, state_ptr, stride_u, HAS_TEMP,
-                    HAS_Q, CHUNKS, DRAWN,
-                )  # fmt: skip
+                    logits_ptr,
+                    temp_ptr,
+                    draft_ptr,
+                    u_ptr,
+                    q_ptr,
+                    part_m_ptr,
+                    part_s_ptr,
+                    part_i_ptr,
+                    m_ptr,
+                    s_ptr,
+                    accept_ptr,
+                    argmax_ptr,
+                    bad_ptr,
+                    req,
+                    row,
+                    vocab,
+                    stride,
+                    nchunks,
+                    state_ptr,
+                    stride_u,
+                    HAS_TEMP,
+                    HAS_Q,
+                    CHUNKS,
+                    DRAWN,
+                )
                 if _last_to_arrive(req_counter_ptr + req, end - begin):
-                    _mark_race_row(accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, end - begin, HAS_TEMP,
-                                   COLS)  # fmt: skip
+                    _mark_race_row(
+                        accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, end - begin, HAS_TEMP, COLS
+                    )
         else:
             if (j == 0) & (part == 0):
                 tl.store(accepted_ptr + req, 0)
@@ -334,7 +485,9 @@ if TRITON_AVAILABLE:
         return tl.min(tl.where(inside & (flags == 0), cols, n), axis=0)
 
     @triton.jit
-    def _race_score(x, e, q, offs, mask, d, m, s, tau, RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr):  # type: ignore[no-untyped-def]
+    def _race_score(  # type: ignore[no-untyped-def]
+        x, e, q, offs, mask, d, m, s, tau, RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr
+    ):
         """w / E per column (-1 where w ≤ 0 or masked), w the residual (``RESIDUAL``: max(p − q, 0),
         or p with the draft token zeroed) or p itself, p = exp(x/τ − m) / s."""
         if DIVIDE:
@@ -350,9 +503,20 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _race_loop(  # type: ignore[no-untyped-def]
-        base, e_base, q_base, lo, hi, d, m, s, tau,
-        RESIDUAL: tl.constexpr, HAS_Q: tl.constexpr, DIVIDE: tl.constexpr, BLOCK: tl.constexpr,
-    ):  # fmt: skip
+        base,
+        e_base,
+        q_base,
+        lo,
+        hi,
+        d,
+        m,
+        s,
+        tau,
+        RESIDUAL: tl.constexpr,
+        HAS_Q: tl.constexpr,
+        DIVIDE: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         """(best score, first index of it) of ``_race_score`` over columns [lo, hi); -1 when no
         column has w > 0, -2 (index 0) for no columns. Each lane keeps its own best
         (``_lane_best``); one reduction at the end."""
@@ -373,10 +537,26 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _race_chunk(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, race_row_ptr, part_score_ptr, part_index_ptr,
-        req, part, vocab, stride, chunk, CHUNKS: tl.constexpr, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
+        logits_ptr,
+        temp_ptr,
+        draft_ptr,
+        q_ptr,
+        e_ptr,
+        m_ptr,
+        s_ptr,
+        race_row_ptr,
+        part_score_ptr,
+        part_index_ptr,
+        req,
+        part,
+        vocab,
+        stride,
+        chunk,
+        CHUNKS: tl.constexpr,
+        HAS_TEMP: tl.constexpr,
+        HAS_Q: tl.constexpr,
         BLOCK: tl.constexpr,
-    ):  # fmt: skip
+    ):
         """The exponential race of request ``req``'s rejected row (its ``race_row``, marked by the
         first launch; -1: none) over vocabulary chunk ``part``. Partial results: the best residual
         score and index, and the best p-score and index (the degenerate-residual fallback)."""
@@ -431,9 +611,22 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _finish_request(  # type: ignore[no-untyped-def]
-        temp_ptr, draft_ptr, accepted_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr, out_ptr,
-        req, begin, end, out_cols, HAS_TEMP: tl.constexpr, CHUNKS: tl.constexpr, COLS: tl.constexpr,
-    ):  # fmt: skip
+        temp_ptr,
+        draft_ptr,
+        accepted_ptr,
+        argmax_ptr,
+        bonus_ptr,
+        part_score_ptr,
+        part_index_ptr,
+        out_ptr,
+        req,
+        begin,
+        end,
+        out_cols,
+        HAS_TEMP: tl.constexpr,
+        CHUNKS: tl.constexpr,
+        COLS: tl.constexpr,
+    ):
         """Request ``req``'s first rejection (its accepted prefix, marked by the first launch), its
         final token (bonus, greedy argmax, or the race's winner: the first chunk's among equal
         scores) and the whole left-packed output row."""
@@ -463,11 +656,37 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _race_finish_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, cu_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, race_row_ptr, accepted_ptr, argmax_ptr,
-        bonus_ptr, bad_ptr, part_score_ptr, part_index_ptr, request_counter_ptr, out_ptr, out_slot_ptr, nan_flag_ptr, vocab,
-        stride, chunk, out_cols, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr, CHUNKS: tl.constexpr,
-        BLOCK: tl.constexpr, COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr, OUT_FROM_SLOT: tl.constexpr,
-    ):  # fmt: skip
+        logits_ptr,
+        temp_ptr,
+        cu_ptr,
+        draft_ptr,
+        q_ptr,
+        e_ptr,
+        m_ptr,
+        s_ptr,
+        race_row_ptr,
+        accepted_ptr,
+        argmax_ptr,
+        bonus_ptr,
+        bad_ptr,
+        part_score_ptr,
+        part_index_ptr,
+        request_counter_ptr,
+        out_ptr,
+        out_slot_ptr,
+        nan_flag_ptr,
+        vocab,
+        stride,
+        chunk,
+        out_cols,
+        HAS_TEMP: tl.constexpr,
+        HAS_Q: tl.constexpr,
+        CHUNKS: tl.constexpr,
+        BLOCK: tl.constexpr,
+        COLS: tl.constexpr,
+        HAS_NAN_FLAG: tl.constexpr,
+        OUT_FROM_SLOT: tl.constexpr,
+    ):
         """Program (i, c): ``_race_chunk`` of request i over chunk c; the request's last chunk
         program to finish writes its output row (``_finish_request``; with ``OUT_FROM_SLOT`` to the
         address held at ``out_slot_ptr``, read as it runs) and, with ``HAS_NAN_FLAG``,
@@ -475,20 +694,54 @@ if TRITON_AVAILABLE:
         req = tl.program_id(0)
         part = tl.program_id(1)
         begin, end = _request_rows(cu_ptr, req)
-        _race_chunk(logits_ptr, temp_ptr, draft_ptr, q_ptr, e_ptr, m_ptr, s_ptr, race_row_ptr, part_score_ptr,
-                    part_index_ptr, req, part, vocab, stride, chunk, CHUNKS, HAS_TEMP, HAS_Q, BLOCK)  # fmt: skip
+        _race_chunk(
+            logits_ptr,
+            temp_ptr,
+            draft_ptr,
+            q_ptr,
+            e_ptr,
+            m_ptr,
+            s_ptr,
+            race_row_ptr,
+            part_score_ptr,
+            part_index_ptr,
+            req,
+            part,
+            vocab,
+            stride,
+            chunk,
+            CHUNKS,
+            HAS_TEMP,
+            HAS_Q,
+            BLOCK,
+        )
         if _last_to_arrive(request_counter_ptr + req, CHUNKS):
             if OUT_FROM_SLOT:
                 out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
-            _finish_request(temp_ptr, draft_ptr, accepted_ptr, argmax_ptr, bonus_ptr, part_score_ptr, part_index_ptr,
-                            out_ptr, req, begin, end, out_cols, HAS_TEMP, CHUNKS, COLS)  # fmt: skip
+            _finish_request(
+                temp_ptr,
+                draft_ptr,
+                accepted_ptr,
+                argmax_ptr,
+                bonus_ptr,
+                part_score_ptr,
+                part_index_ptr,
+                out_ptr,
+                req,
+                begin,
+                end,
+                out_cols,
+                HAS_TEMP,
+                CHUNKS,
+                COLS,
+            )
             if HAS_NAN_FLAG:
                 _raise_nan_flag(bad_ptr, nan_flag_ptr, begin, end, COLS)
 
     @triton.jit
     def _mark_race_row(  # type: ignore[no-untyped-def]
         accept_ptr, temp_ptr, race_row_ptr, accepted_ptr, req, begin, n, HAS_TEMP: tl.constexpr, COLS: tl.constexpr
-    ):  # fmt: skip
+    ):
         """Request ``req``'s accepted prefix and the row its race runs on (its first rejected row; -1
         if none or greedy), from the acceptances other programs of this launch wrote (read through L2)."""
         accepted = _accepted_prefix(accept_ptr, begin, n, COLS)
@@ -509,7 +762,7 @@ if TRITON_AVAILABLE:
     @triton.jit
     def _race_candidate(  # type: ignore[no-untyped-def]
         x, e, q, cols, live, chosen, d, m, s, tau, all_one, best_ptr, fallback_ptr, req, HAS_Q: tl.constexpr
-    ):  # fmt: skip
+    ):
         """One request's lanes (``chosen``) of a race segment: the best residual score published to
         ``best_ptr[req]`` (atomic max of ``_packed_best``), and, if no lane has a positive residual,
         the best p-score to ``fallback_ptr[req]`` (the degenerate-residual fallback)."""
@@ -527,9 +780,23 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _finish_drawn(  # type: ignore[no-untyped-def]
-        temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr, fallback_ptr, out_ptr,
-        nan_flag_ptr, req, out_cols, HAS_TEMP: tl.constexpr, COLS: tl.constexpr, HAS_NAN_FLAG: tl.constexpr,
-    ):  # fmt: skip
+        temp_ptr,
+        cu_ptr,
+        draft_ptr,
+        argmax_ptr,
+        bonus_ptr,
+        bad_ptr,
+        accepted_ptr,
+        best_ptr,
+        fallback_ptr,
+        out_ptr,
+        nan_flag_ptr,
+        req,
+        out_cols,
+        HAS_TEMP: tl.constexpr,
+        COLS: tl.constexpr,
+        HAS_NAN_FLAG: tl.constexpr,
+    ):
         """Request ``req``'s final token (bonus, greedy argmax, or the race's published winner) and
         output row; its published bests reset to zero for the next launch."""
         begin, end = _request_rows(cu_ptr, req)
@@ -553,15 +820,45 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _finish_drawn_kernel(  # type: ignore[no-untyped-def]
-        temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr, fallback_ptr, out_ptr,
-        out_slot_ptr, nan_flag_ptr, out_cols, HAS_TEMP: tl.constexpr, COLS: tl.constexpr,
-        HAS_NAN_FLAG: tl.constexpr, OUT_FROM_SLOT: tl.constexpr,
-    ):  # fmt: skip
+        temp_ptr,
+        cu_ptr,
+        draft_ptr,
+        argmax_ptr,
+        bonus_ptr,
+        bad_ptr,
+        accepted_ptr,
+        best_ptr,
+        fallback_ptr,
+        out_ptr,
+        out_slot_ptr,
+        nan_flag_ptr,
+        out_cols,
+        HAS_TEMP: tl.constexpr,
+        COLS: tl.constexpr,
+        HAS_NAN_FLAG: tl.constexpr,
+        OUT_FROM_SLOT: tl.constexpr,
+    ):
         """Program i: request i's output row (``_finish_drawn``), after ``_race_draw_kernel``."""
         if OUT_FROM_SLOT:
             out_ptr = tl.load(out_slot_ptr).to(tl.pointer_type(tl.int32))
-        _finish_drawn(temp_ptr, cu_ptr, draft_ptr, argmax_ptr, bonus_ptr, bad_ptr, accepted_ptr, best_ptr,
-                      fallback_ptr, out_ptr, nan_flag_ptr, tl.program_id(0), out_cols, HAS_TEMP, COLS, HAS_NAN_FLAG)  # fmt: skip
+        _finish_drawn(
+            temp_ptr,
+            cu_ptr,
+            draft_ptr,
+            argmax_ptr,
+            bonus_ptr,
+            bad_ptr,
+            accepted_ptr,
+            best_ptr,
+            fallback_ptr,
+            out_ptr,
+            nan_flag_ptr,
+            tl.program_id(0),
+            out_cols,
+            HAS_TEMP,
+            COLS,
+            HAS_NAN_FLAG,
+        )
 
     @triton.jit
     def _race_row_inputs(m_ptr, s_ptr, draft_ptr, temp_ptr, row, req, has_req, HAS_TEMP: tl.constexpr):  # type: ignore[no-untyped-def]
@@ -578,10 +875,26 @@ if TRITON_AVAILABLE:
 
     @triton.jit
     def _race_draw_kernel(  # type: ignore[no-untyped-def]
-        logits_ptr, temp_ptr, draft_ptr, q_ptr, m_ptr, s_ptr, race_row_ptr, best_ptr, fallback_ptr, state_ptr,
-        num_reqs, vocab, stride, numel, stride_e, offset_e, HAS_TEMP: tl.constexpr, HAS_Q: tl.constexpr,
+        logits_ptr,
+        temp_ptr,
+        draft_ptr,
+        q_ptr,
+        m_ptr,
+        s_ptr,
+        race_row_ptr,
+        best_ptr,
+        fallback_ptr,
+        state_ptr,
+        num_reqs,
+        vocab,
+        stride,
+        numel,
+        stride_e,
+        offset_e,
+        HAS_TEMP: tl.constexpr,
+        HAS_Q: tl.constexpr,
         BLOCK: tl.constexpr,
-    ):  # fmt: skip
+    ):
         """Program t: Philox thread slots [t·BLOCK, (t+1)·BLOCK) of torch's exponential draw
         (``torch_philox``), whose four words are four BLOCK-aligned segments of the [B · V]
         exponentials. Each segment meets at most two requests' rows (BLOCK ≤ V); for each that races
@@ -592,7 +905,9 @@ if TRITON_AVAILABLE:
         idx0 = (tl.program_id(0) - call * per_call) * BLOCK
         lanes = tl.arange(0, BLOCK)
         seed = tl.load(state_ptr)
-        w0, w1, w2, w3 = philox_block(seed, (tl.load(state_ptr + 1) + offset_e) // 4 + call, (idx0 + lanes).to(tl.int64))
+        w0, w1, w2, w3 = philox_block(
+            seed, (tl.load(state_ptr + 1) + offset_e) // 4 + call, (idx0 + lanes).to(tl.int64)
+        )
         for word in tl.static_range(4):
             bits = w0 if word == 0 else w1 if word == 1 else w2 if word == 2 else w3
             li0 = (call * 4 + word).to(tl.int64) * stride_e + idx0
@@ -606,10 +921,12 @@ if TRITON_AVAILABLE:
                 row_a = tl.load(race_row_ptr + req_a)
                 row_b = tl.load(race_row_ptr + req_b, mask=has_b, other=-1)
                 if (row_a >= 0) | (row_b >= 0):
-                    m_a, s_a, d_a, tau_a = _race_row_inputs(m_ptr, s_ptr, draft_ptr, temp_ptr, row_a, req_a,
-                                                            req_a < num_reqs, HAS_TEMP)  # fmt: skip
-                    m_b, s_b, d_b, tau_b = _race_row_inputs(m_ptr, s_ptr, draft_ptr, temp_ptr, row_b, req_b, has_b,
-                                                            HAS_TEMP)  # fmt: skip
+                    m_a, s_a, d_a, tau_a = _race_row_inputs(
+                        m_ptr, s_ptr, draft_ptr, temp_ptr, row_a, req_a, req_a < num_reqs, HAS_TEMP
+                    )
+                    m_b, s_b, d_b, tau_b = _race_row_inputs(
+                        m_ptr, s_ptr, draft_ptr, temp_ptr, row_b, req_b, has_b, HAS_TEMP
+                    )
                     row = tl.where(second, row_b, row_a)
                     live = (li0 + lanes < numel) & (row >= 0)
                     x = tl.load(logits_ptr + row.to(tl.int64) * stride + cols, mask=live, other=-float("inf"))
@@ -619,17 +936,56 @@ if TRITON_AVAILABLE:
                     e = exponential_of_word(bits)
                     all_one = (tau_a == 1.0) & (tau_b == 1.0)
                     if row_a >= 0:
-                        _race_candidate(x, e, q, cols, live, ~second, d_a, m_a, s_a, tau_a, all_one, best_ptr,
-                                        fallback_ptr, req_a, HAS_Q)  # fmt: skip
+                        _race_candidate(
+                            x,
+                            e,
+                            q,
+                            cols,
+                            live,
+                            ~second,
+                            d_a,
+                            m_a,
+                            s_a,
+                            tau_a,
+                            all_one,
+                            best_ptr,
+                            fallback_ptr,
+                            req_a,
+                            HAS_Q,
+                        )
                     if row_b >= 0:
-                        _race_candidate(x, e, q, cols, live, second, d_b, m_b, s_b, tau_b, all_one, best_ptr,
-                                        fallback_ptr, req_b, HAS_Q)  # fmt: skip
+                        _race_candidate(
+                            x,
+                            e,
+                            q,
+                            cols,
+                            live,
+                            second,
+                            d_b,
+                            m_b,
+                            s_b,
+                            tau_b,
+                            all_one,
+                            best_ptr,
+                            fallback_ptr,
+                            req_b,
+                            HAS_Q,
+                        )
 
     @triton.jit
     def _check_rules(  # type: ignore[no-untyped-def]
-        cu_ptr, expected_ptr, draft_ptr, temp_ptr, flags_ptr, num_reqs, total, vocab,
-        ALL_GREEDY: tl.constexpr, ALL_RANDOM: tl.constexpr, BLOCK: tl.constexpr,
-    ):  # fmt: skip
+        cu_ptr,
+        expected_ptr,
+        draft_ptr,
+        temp_ptr,
+        flags_ptr,
+        num_reqs,
+        total,
+        vocab,
+        ALL_GREEDY: tl.constexpr,
+        ALL_RANDOM: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         """The value rules of verification.md §1.2 as bits of ``flags[0]`` — 1: cu differs from the
         expected cumsum, 2: a draft id outside [0, V), 4: the greedy flags disagree with the
         temperatures, 8: a random request's temperature is not finite — and ``flags[1]`` (the NaN
@@ -693,8 +1049,11 @@ class DrawnNoise:
 
     @classmethod
     def layout(cls, state: Tensor, rows: int, num_reqs: int, vocab: int) -> "DrawnNoise":
-        return cls(state=state, uniforms=PhiloxDraw.of(rows, 2, state.device),
-                   exponentials=PhiloxDraw.of(num_reqs * vocab, 4, state.device))  # fmt: skip
+        return cls(
+            state=state,
+            uniforms=PhiloxDraw.of(rows, 2, state.device),
+            exponentials=PhiloxDraw.of(num_reqs * vocab, 4, state.device),
+        )
 
     @property
     def increment(self) -> int:
@@ -715,14 +1074,22 @@ def drawn_race_block(stride: int, vocab: int) -> int:
 def _check_slot_from(slot_from: Tensor, out_slot: Tensor | None, drawn: DrawnNoise | None) -> None:
     """``fused_kernels``' rules for ``slot_from``: pinned host int64 [3], with ``out_slot`` and
     ``drawn.state`` the views [0:1] and [1:3] of one device int64 [3] (what the first launch fills)."""
-    if slot_from.device.type != "cpu" or not slot_from.is_pinned() or slot_from.dtype != torch.int64 \
-            or tuple(slot_from.shape) != (3,):  # fmt: skip
-        raise ValueError(f"slot_from: pinned host int64 [3], got {slot_from.dtype} {tuple(slot_from.shape)} on "
-                         f"{slot_from.device} (pinned: {slot_from.is_pinned()})")  # fmt: skip
+    if (
+        slot_from.device.type != "cpu"
+        or not slot_from.is_pinned()
+        or slot_from.dtype != torch.int64
+        or tuple(slot_from.shape) != (3,)
+    ):
+        raise ValueError(
+            f"slot_from: pinned host int64 [3], got {slot_from.dtype} {tuple(slot_from.shape)} on "
+            f"{slot_from.device} (pinned: {slot_from.is_pinned()})"
+        )
     if out_slot is None or drawn is None or drawn.state.data_ptr() != out_slot.data_ptr() + 8:
-        raise ValueError("slot_from needs out_slot and drawn noise whose state follows out_slot's element "
-                         f"(views [0:1] and [1:3] of one int64 [3]); out_slot given: {out_slot is not None}, "
-                         f"drawn given: {drawn is not None}")  # fmt: skip
+        raise ValueError(
+            "slot_from needs out_slot and drawn noise whose state follows out_slot's element "
+            f"(views [0:1] and [1:3] of one int64 [3]); out_slot given: {out_slot is not None}, "
+            f"drawn given: {drawn is not None}"
+        )
 
 
 def fused_supported(target_logits: Tensor, top_k: Tensor | None, top_p: Tensor | None, profile_name: str) -> bool:
@@ -761,7 +1128,12 @@ def _partial_buffers(rows: int, vocab: int, device: torch.device) -> tuple[Tenso
 
 
 def stats_partials(
-    logits: Tensor, temperature: Tensor | None, cu: Tensor, max_spec_len: int, *, block: int | None = None,
+    logits: Tensor,
+    temperature: Tensor | None,
+    cu: Tensor,
+    max_spec_len: int,
+    *,
+    block: int | None = None,
     warps: int | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, int, int]:
     """``_partial_kernel`` over every row (request i's rows by ``cu``, τ per request): the partial
@@ -772,10 +1144,20 @@ def stats_partials(
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, logits.device)
     if rows:
         _partial_kernel[(cu.shape[0], max(max_spec_len, 1), nchunks)](
-            logits, part_m if temperature is None else temperature, cu, part_m, part_s, part_i, vocab,
-            logits.stride(0), STATS_CHUNK, HAS_TEMP=temperature is not None, CHUNKS=padded, BLOCK=block,
+            logits,
+            part_m if temperature is None else temperature,
+            cu,
+            part_m,
+            part_s,
+            part_i,
+            vocab,
+            logits.stride(0),
+            STATS_CHUNK,
+            HAS_TEMP=temperature is not None,
+            CHUNKS=padded,
+            BLOCK=block,
             num_warps=warps,
-        )  # fmt: skip
+        )
     return part_m, part_s, part_i, nchunks, padded
 
 
@@ -902,8 +1284,9 @@ def fused_kernels(
     if counters is None:
         counters = torch.zeros(wanted, dtype=torch.int32, device=device)
     elif counters.dtype != torch.int32 or counters.numel() < wanted:
-        raise ValueError(f"counters: int32 with at least {wanted} elements, got {counters.dtype} "
-                         f"{tuple(counters.shape)}")  # fmt: skip
+        raise ValueError(
+            f"counters: int32 with at least {wanted} elements, got {counters.dtype} {tuple(counters.shape)}"
+        )
     has_temp, has_q = temperature is not None, draft_probs is not None
     block, warps = _stats_launch(rows, block, warps)
     part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, device)
@@ -918,15 +1301,45 @@ def fused_kernels(
         drawn_args = (state, drawn.uniforms.stride, *marks)
     if num_reqs:  # the marks are read later even where no request has rows
         _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
-            logits, temp, cu, drafts, m if uniforms is None else uniforms, q, part_m, part_s, part_i, m, s, accept,
-            argmax, bad, counters, vocab, logits.stride(0), STATS_CHUNK, nchunks,
-            cu if checks is None else checks.cu_num_draft_tokens, cu, flags, num_reqs, rows, *drawn_args,
-            m if slot_from is None else slot_from, m if out_slot is None else out_slot,
-            HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=padded, BLOCK=block,
-            CHECK=checks is not None, ALL_GREEDY=checks is not None and checks.all_greedy,
-            ALL_RANDOM=checks is not None and checks.all_random, DRAWN=drawn is not None,
-            COPY_SLOT=slot_from is not None, COLS=cols, num_warps=warps,
-        )  # fmt: skip
+            logits,
+            temp,
+            cu,
+            drafts,
+            m if uniforms is None else uniforms,
+            q,
+            part_m,
+            part_s,
+            part_i,
+            m,
+            s,
+            accept,
+            argmax,
+            bad,
+            counters,
+            vocab,
+            logits.stride(0),
+            STATS_CHUNK,
+            nchunks,
+            cu if checks is None else checks.cu_num_draft_tokens,
+            cu,
+            flags,
+            num_reqs,
+            rows,
+            *drawn_args,
+            m if slot_from is None else slot_from,
+            m if out_slot is None else out_slot,
+            HAS_TEMP=has_temp,
+            HAS_Q=has_q,
+            CHUNKS=padded,
+            BLOCK=block,
+            CHECK=checks is not None,
+            ALL_GREEDY=checks is not None and checks.all_greedy,
+            ALL_RANDOM=checks is not None and checks.all_random,
+            DRAWN=drawn is not None,
+            COPY_SLOT=slot_from is not None,
+            COLS=cols,
+            num_warps=warps,
+        )
     if exponential_stream is not None:
         torch.cuda.current_stream(device).wait_stream(exponential_stream)
     bonus = bonus_token_ids.contiguous()
@@ -936,22 +1349,81 @@ def fused_kernels(
         slots = drawn_race_block(layout.stride, vocab)
         bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device) if race_bests is None else race_bests
         _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
-            logits, temp, drafts, q, m, s, race_row, bests, bests[num_reqs:], drawn.state, num_reqs, vocab,
-            logits.stride(0), num_reqs * vocab, layout.stride, drawn.uniforms.increment, HAS_TEMP=has_temp,
-            HAS_Q=has_q, BLOCK=slots, num_warps=race_warps,
-        )  # fmt: skip
+            logits,
+            temp,
+            drafts,
+            q,
+            m,
+            s,
+            race_row,
+            bests,
+            bests[num_reqs:],
+            drawn.state,
+            num_reqs,
+            vocab,
+            logits.stride(0),
+            num_reqs * vocab,
+            layout.stride,
+            drawn.uniforms.increment,
+            HAS_TEMP=has_temp,
+            HAS_Q=has_q,
+            BLOCK=slots,
+            num_warps=race_warps,
+        )
         _finish_drawn_kernel[(num_reqs,)](
-            temp, cu, drafts, argmax, bonus, bad, accepted, bests, bests[num_reqs:], out, out_from, flags[1:],
-            max_spec_len + 1, HAS_TEMP=has_temp, COLS=cols, HAS_NAN_FLAG=checks is not None,
-            OUT_FROM_SLOT=out_slot is not None, num_warps=1,
-        )  # fmt: skip
+            temp,
+            cu,
+            drafts,
+            argmax,
+            bonus,
+            bad,
+            accepted,
+            bests,
+            bests[num_reqs:],
+            out,
+            out_from,
+            flags[1:],
+            max_spec_len + 1,
+            HAS_TEMP=has_temp,
+            COLS=cols,
+            HAS_NAN_FLAG=checks is not None,
+            OUT_FROM_SLOT=out_slot is not None,
+            num_warps=1,
+        )
         return out, bad
     scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
     indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     _race_finish_kernel[(num_reqs, chunks)](
-        logits, temp, cu, drafts, q, exponentials, m, s, race_row, accepted, argmax, bonus, bad, scores, indices,
-        counters[rows:], out, out_from, flags[1:], vocab, logits.stride(0), triton.cdiv(vocab, chunks),
-        max_spec_len + 1, HAS_TEMP=has_temp, HAS_Q=has_q, CHUNKS=chunks, BLOCK=race_block, COLS=cols,
-        HAS_NAN_FLAG=checks is not None, OUT_FROM_SLOT=out_slot is not None, num_warps=race_warps,
-    )  # fmt: skip
+        logits,
+        temp,
+        cu,
+        drafts,
+        q,
+        exponentials,
+        m,
+        s,
+        race_row,
+        accepted,
+        argmax,
+        bonus,
+        bad,
+        scores,
+        indices,
+        counters[rows:],
+        out,
+        out_from,
+        flags[1:],
+        vocab,
+        logits.stride(0),
+        triton.cdiv(vocab, chunks),
+        max_spec_len + 1,
+        HAS_TEMP=has_temp,
+        HAS_Q=has_q,
+        CHUNKS=chunks,
+        BLOCK=race_block,
+        COLS=cols,
+        HAS_NAN_FLAG=checks is not None,
+        OUT_FROM_SLOT=out_slot is not None,
+        num_warps=race_warps,
+    )
     return out, bad

@@ -62,13 +62,16 @@ class PhiloxDraw:
         if not 0 <= numel < MAX_VALUES or unroll not in (2, 4):
             raise ValueError(f"a draw of 0 to 2**31 - 1 values, unroll 2 or 4; got {numel} values, unroll {unroll}")
         if multiprocessors < 1 or threads_per_multiprocessor < THREADS:
-            raise ValueError(f"a GPU of at least 1 SM of at least {THREADS} threads, got {multiprocessors} SMs of "
-                             f"{threads_per_multiprocessor}")  # fmt: skip
+            raise ValueError(
+                f"a GPU of at least 1 SM of at least {THREADS} threads, got {multiprocessors} SMs of "
+                f"{threads_per_multiprocessor}"
+            )
         if numel == 0:  # torch draws nothing and leaves the offset
             return cls(numel=0, unroll=unroll, stride=THREADS, increment=0)
         grid = min(multiprocessors * (threads_per_multiprocessor // THREADS), -(-numel // THREADS))
         stride = THREADS * grid
         return cls(numel=numel, unroll=unroll, stride=stride, increment=-(-numel // (stride * unroll)) * 4)
+
 
 if TRITON_AVAILABLE:
 
@@ -76,8 +79,9 @@ if TRITON_AVAILABLE:
     def philox_block(seed, counter, idx):  # type: ignore[no-untyped-def]
         """The four words of Philox4x32-10 at (counter, idx) under key ``seed`` (curand's layout:
         counter in words 0-1, the thread's subsequence in words 2-3)."""
-        return tl.philox(seed, counter.to(tl.uint32), (counter >> 32).to(tl.uint32), idx.to(tl.uint32),
-                         (idx >> 32).to(tl.uint32))  # fmt: skip
+        return tl.philox(
+            seed, counter.to(tl.uint32), (counter >> 32).to(tl.uint32), idx.to(tl.uint32), (idx >> 32).to(tl.uint32)
+        )
 
     @triton.jit
     def exponential_of_word(word):  # type: ignore[no-untyped-def]
@@ -172,9 +176,17 @@ def draw_like_torch(
     e = torch.empty(num_reqs, vocab, dtype=torch.float32, device=device)
     slots = max(exponentials.stride * (exponentials.increment // 4), rows)
     _draw_kernel[(triton.cdiv(slots, 256),)](
-        u, e, signed_seed(seed), offset, offset + uniforms.increment, rows, num_reqs * vocab, uniforms.stride,
-        exponentials.stride, BLOCK=256,
-    )  # fmt: skip
+        u,
+        e,
+        signed_seed(seed),
+        offset,
+        offset + uniforms.increment,
+        rows,
+        num_reqs * vocab,
+        uniforms.stride,
+        exponentials.stride,
+        BLOCK=256,
+    )
     return u, e, offset + uniforms.increment + exponentials.increment
 
 
@@ -183,9 +195,13 @@ STATE_DRAW_BLOCK: Final = 1024
 
 
 def draw_from_state(
-    state: Tensor, uniforms: PhiloxDraw, exponentials: PhiloxDraw, vocab: int,
-    *, exponential_stream: torch.cuda.Stream | None = None,
-) -> tuple[Tensor, Tensor]:  # fmt: skip
+    state: Tensor,
+    uniforms: PhiloxDraw,
+    exponentials: PhiloxDraw,
+    vocab: int,
+    *,
+    exponential_stream: torch.cuda.Stream | None = None,
+) -> tuple[Tensor, Tensor]:
     """(``torch.rand(rows, float64)``, ``torch.empty(B, V).exponential_()``) as the default generator
     draws them from the seed and offset in ``state`` (int64 [2] on the device: the seed as signed 64
     bits, then the offset, a multiple of 4), read as the kernels run, so a CUDA graph draws what the
@@ -203,8 +219,10 @@ def draw_from_state(
     if state.dtype != torch.int64 or state.shape != (2,) or not state.is_cuda:
         raise ValueError(f"state: int64 [2] on a CUDA device, got {state.dtype} {tuple(state.shape)} on {state.device}")
     if uniforms.unroll != 2 or exponentials.unroll != 4 or vocab < 1 or exponentials.numel % vocab:
-        raise ValueError(f"layouts of a float64 rand and a float32 exponential_ of rows of {vocab}, got "
-                         f"{uniforms} and {exponentials}")  # fmt: skip
+        raise ValueError(
+            f"layouts of a float64 rand and a float32 exponential_ of rows of {vocab}, got "
+            f"{uniforms} and {exponentials}"
+        )
     device = state.device
     u = torch.empty(uniforms.numel, dtype=torch.float64, device=device)
     e = torch.empty(exponentials.numel // vocab, vocab, dtype=torch.float32, device=device)
@@ -219,7 +237,14 @@ def draw_from_state(
         e.record_stream(exponential_stream)
     with torch.cuda.stream(exponential_stream):  # no-op for None
         _state_exponentials_kernel[(programs,)](
-            e, state, uniforms.increment, exponentials.numel, exponentials.stride, blocks, BLOCK=STATE_DRAW_BLOCK,
-            PROGRAMS=programs, num_warps=8,
-        )  # fmt: skip
+            e,
+            state,
+            uniforms.increment,
+            exponentials.numel,
+            exponentials.stride,
+            blocks,
+            BLOCK=STATE_DRAW_BLOCK,
+            PROGRAMS=programs,
+            num_warps=8,
+        )
     return u, e

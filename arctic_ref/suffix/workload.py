@@ -20,9 +20,21 @@ from arctic_ref.suffix.trace_file import TraceRequest
 
 #: Modules whose sources make the trace: pure-Python, present in every CPython 3.10+.
 MODULES: Final = (
-    "textwrap", "heapq", "bisect", "difflib", "fractions", "shlex", "calendar",
-    "functools", "statistics", "string", "queue", "sched", "colorsys", "graphlib",
-)  # fmt: skip
+    "textwrap",
+    "heapq",
+    "bisect",
+    "difflib",
+    "fractions",
+    "shlex",
+    "calendar",
+    "functools",
+    "statistics",
+    "string",
+    "queue",
+    "sched",
+    "colorsys",
+    "graphlib",
+)
 _PIECE: Final = re.compile(r"[A-Za-z0-9_]{1,4}| +|\n|.", re.DOTALL)
 _IDENTIFIER: Final = re.compile(r"\b[a-z_][a-z0-9_]{3,}\b")
 

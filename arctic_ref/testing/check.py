@@ -78,7 +78,9 @@ def run_batteries(progress: Progress, only: frozenset[str] | None = None) -> lis
         results.append(replace(result, battery_id=label))
     if not with_layouts:
         return results
-    progress(f"[{total}/{total}] layouts: layouts, collectives, exchanges, spec-lossless (multi-process, world 1, 2, 4) ...")
+    progress(
+        f"[{total}/{total}] layouts: layouts, collectives, exchanges, spec-lossless (multi-process, world 1, 2, 4) ..."
+    )
     try:
         group = layout_conformance(progress)
     except Exception as error:  # a crashing battery is a failed battery

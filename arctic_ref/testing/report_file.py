@@ -32,18 +32,28 @@ def _markdown(results: list[BatteryResult]) -> str:
 
 def _json(results: list[BatteryResult]) -> str:
     rows = [
-        {"name": r.name, "outcome": str(r.outcome), "compared": r.compared, "seconds": round(r.seconds, 3),
-         "figures": r.figures, "detail": r.detail}
+        {
+            "name": r.name,
+            "outcome": str(r.outcome),
+            "compared": r.compared,
+            "seconds": round(r.seconds, 3),
+            "figures": r.figures,
+            "detail": r.detail,
+        }
         for r in results
-    ]  # fmt: skip
+    ]
     return json.dumps({"results": rows, "failed": sum(r.outcome is Outcome.FAIL for r in results)}, indent=2) + "\n"
 
 
 def _junit(results: list[BatteryResult]) -> str:
-    suite = ET.Element("testsuite", name="arctic-ref check", tests=str(len(results)),
-                       failures=str(sum(r.outcome is Outcome.FAIL for r in results)),
-                       skipped=str(sum(r.outcome is Outcome.SKIP for r in results)),
-                       time=f"{sum(r.seconds for r in results):.3f}")  # fmt: skip
+    suite = ET.Element(
+        "testsuite",
+        name="arctic-ref check",
+        tests=str(len(results)),
+        failures=str(sum(r.outcome is Outcome.FAIL for r in results)),
+        skipped=str(sum(r.outcome is Outcome.SKIP for r in results)),
+        time=f"{sum(r.seconds for r in results):.3f}",
+    )
     for r in results:
         case = ET.SubElement(suite, "testcase", classname="arctic-ref", name=r.name, time=f"{r.seconds:.3f}")
         if r.outcome is Outcome.FAIL:

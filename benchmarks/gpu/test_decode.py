@@ -71,8 +71,15 @@ def model(models: dict[str, Forward]) -> LlamaShard:
 def _cache(model: LlamaShard, requests: int) -> KVCache:
     config = model.config
     blocks = requests * (STATIC_CONTEXT // BLOCK_SIZE) + 1
-    cache = KVCache.allocate(layers=config.num_hidden_layers, num_blocks=blocks, heads=config.num_key_value_heads,
-                             head_dim=config.head_dim, dtype=torch.bfloat16, device=DEVICE, fill=0.0)  # fmt: skip
+    cache = KVCache.allocate(
+        layers=config.num_hidden_layers,
+        num_blocks=blocks,
+        heads=config.num_key_value_heads,
+        head_dim=config.head_dim,
+        dtype=torch.bfloat16,
+        device=DEVICE,
+        fill=0.0,
+    )
     for tensor in (*cache.keys, *cache.values):
         tensor.normal_()
     return cache
@@ -90,18 +97,29 @@ def _inputs(requests: int, rows_per_request: int) -> ForwardInputs:
             slots.append(base + CONTEXT + j)
         contexts.append(torch.arange(base, base + CONTEXT + rows_per_request, device=DEVICE))
         starts.append(starts[-1] + rows_per_request)
-    meta = AttentionMetadata(query_start_loc=tuple(starts), seq_lens=tuple(CONTEXT + rows_per_request for _ in range(requests)),
-                             context_slots=tuple(contexts))  # fmt: skip
+    meta = AttentionMetadata(
+        query_start_loc=tuple(starts),
+        seq_lens=tuple(CONTEXT + rows_per_request for _ in range(requests)),
+        context_slots=tuple(contexts),
+    )
     as_tensor = torch.tensor
-    return ForwardInputs(input_ids=as_tensor(ids, device=DEVICE), positions=as_tensor(positions, device=DEVICE),
-                         slot_mapping=as_tensor(slots, device=DEVICE), attention=meta)  # fmt: skip
+    return ForwardInputs(
+        input_ids=as_tensor(ids, device=DEVICE),
+        positions=as_tensor(positions, device=DEVICE),
+        slot_mapping=as_tensor(slots, device=DEVICE),
+        attention=meta,
+    )
 
 
 def _static(inputs: ForwardInputs) -> ForwardInputs:
     assert isinstance(inputs.attention, AttentionMetadata)
     rows = inputs.input_ids.shape[0]
-    return ForwardInputs(input_ids=inputs.input_ids, positions=inputs.positions, slot_mapping=inputs.slot_mapping,
-                         attention=batched_metadata(inputs.attention, rows, STATIC_CONTEXT, DEVICE))  # fmt: skip
+    return ForwardInputs(
+        input_ids=inputs.input_ids,
+        positions=inputs.positions,
+        slot_mapping=inputs.slot_mapping,
+        attention=batched_metadata(inputs.attention, rows, STATIC_CONTEXT, DEVICE),
+    )
 
 
 def _step_fn(model: LlamaShard, cache: KVCache, inputs: ForwardInputs, forward_fn: ForwardFn = forward) -> Any:
@@ -154,16 +172,25 @@ def test_decode_step(benchmark: Any, models: dict[str, Forward], requests: int, 
     bandwidth = _bandwidth()
     read, floor = _floor_ms(model, requests, bandwidth)
     figures = {
-        "eager_reference_ms": eager_reference, "eager_batched_ms": eager_batched, "graph_ms": graph_ms,
-        "G1_eager_over_graph": eager_batched / graph_ms, "G1_reference_over_graph": eager_reference / graph_ms,
-        "copy_bandwidth_TBps": bandwidth / 1e12, "bytes_GB": read / 1e9, "floor_ms": floor,
-        "graph_over_floor": graph_ms / floor, "G2_roofline_fraction_4p8": read / (graph_ms * 1e-3 * 4.8e12),
-    }  # fmt: skip
+        "eager_reference_ms": eager_reference,
+        "eager_batched_ms": eager_batched,
+        "graph_ms": graph_ms,
+        "G1_eager_over_graph": eager_batched / graph_ms,
+        "G1_reference_over_graph": eager_reference / graph_ms,
+        "copy_bandwidth_TBps": bandwidth / 1e12,
+        "bytes_GB": read / 1e9,
+        "floor_ms": floor,
+        "graph_over_floor": graph_ms / floor,
+        "G2_roofline_fraction_4p8": read / (graph_ms * 1e-3 * 4.8e12),
+    }
     benchmark.extra_info.update(figures)
     RESULTS[f"decode{requests}-{kernels}"] = graph_ms
     target = GRAPH_OVER_FLOOR_TARGET.get(requests) if kernels == "triton" else None
-    print(f"\n{kernels} B={requests}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
-          + f" | graph/floor {verdict(graph_ms / floor, target)}")  # fmt: skip
+    print(
+        f"\n{kernels} B={requests}: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
+        + f" | graph/floor {verdict(graph_ms / floor, target)}"
+    )
 
 
 @pytest.mark.parametrize("kernels", KERNELS)
@@ -177,15 +204,23 @@ def test_verify_step_against_decode(benchmark: Any, models: dict[str, Forward], 
     verify_ms = median_ms(verify.replay, runs=30, warmup=3)
     benchmark.pedantic(lambda: (verify.replay(), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
     eager_sample_ms, graph_sample_ms = _sampling_ms(drafts, model.config.vocab_size)
-    figures = {"decode_ms": decode_ms, "verify_ms": verify_ms, "G3_verify_over_decode": verify_ms / decode_ms,
-               f"S2_derived_a{drafts}": decode_ms / verify_ms, "sample_eager_ms": eager_sample_ms,
-               "sample_graph_ms": graph_sample_ms,
-               "sampling_share_before": eager_sample_ms / (verify_ms + eager_sample_ms),
-               "sampling_share_after": graph_sample_ms / (verify_ms + graph_sample_ms)}  # fmt: skip
+    figures = {
+        "decode_ms": decode_ms,
+        "verify_ms": verify_ms,
+        "G3_verify_over_decode": verify_ms / decode_ms,
+        f"S2_derived_a{drafts}": decode_ms / verify_ms,
+        "sample_eager_ms": eager_sample_ms,
+        "sample_graph_ms": graph_sample_ms,
+        "sampling_share_before": eager_sample_ms / (verify_ms + eager_sample_ms),
+        "sampling_share_after": graph_sample_ms / (verify_ms + graph_sample_ms),
+    }
     benchmark.extra_info.update(figures)
     target = VERIFY_OVER_DECODE_TARGET.get(drafts) if kernels == "triton" else None
-    print(f"\n{kernels} k={drafts}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
-          + f" | verify/decode {verdict(verify_ms / decode_ms, target)}")  # fmt: skip
+    print(
+        f"\n{kernels} k={drafts}: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
+        + f" | verify/decode {verdict(verify_ms / decode_ms, target)}"
+    )
 
 
 def _sampling_ms(drafts: int, vocab: int) -> tuple[float, float]:
@@ -193,8 +228,16 @@ def _sampling_ms(drafts: int, vocab: int) -> tuple[float, float]:
     ``rejection_sample`` (before issue 13) and the runner's ``RejectionSampler`` (graph replay)."""
     logits = torch.randn(drafts, vocab, device=DEVICE) * 4
     meta = SamplingMetadata(temperature=torch.ones(1, device=DEVICE), all_greedy=False, all_random=True)
-    args = (logits.argmax(1), [drafts], drafts, torch.tensor([drafts], device=DEVICE), None, logits,
-            torch.zeros(1, 1, dtype=torch.int64, device=DEVICE), meta)  # fmt: skip
+    args = (
+        logits.argmax(1),
+        [drafts],
+        drafts,
+        torch.tensor([drafts], device=DEVICE),
+        None,
+        logits,
+        torch.zeros(1, 1, dtype=torch.int64, device=DEVICE),
+        meta,
+    )
     sampler = RejectionSampler(capture_after=1)
     sampler(*args)
     return median_ms(lambda: rejection_sample(*args), runs=100), median_ms(lambda: sampler(*args), runs=100)
@@ -213,8 +256,10 @@ def test_batched_attention_matches_reference_in_bf16(model: LlamaShard) -> None:
 
 
 def _cache_copy(cache: KVCache, dtype: torch.dtype) -> KVCache:
-    return KVCache(keys=tuple(k.to(dtype, copy=True) for k in cache.keys),
-                   values=tuple(v.to(dtype, copy=True) for v in cache.values))  # fmt: skip
+    return KVCache(
+        keys=tuple(k.to(dtype, copy=True) for k in cache.keys),
+        values=tuple(v.to(dtype, copy=True) for v in cache.values),
+    )
 
 
 def test_fused_forward_matches_reference_in_bf16(models: dict[str, Forward]) -> None:

@@ -37,8 +37,15 @@ PROMPT, OUTPUT = 192, 192
 @pytest.mark.parametrize("kernels", ["triton", "reference"])
 def test_replayed_trace_speedup(benchmark: Any, kernels: str) -> None:
     config = llama3_8b_config()
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), dtype=torch.bfloat16, device="cuda",
-                          cuda_graphs=True, kernels=kernels, scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=1024))  # fmt: skip
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        dtype=torch.bfloat16,
+        device="cuda",
+        cuda_graphs=True,
+        kernels=kernels,
+        scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=256, max_model_len=1024),
+    )
     runner = build_runner(engine, random_weights_on(config, 0, torch.bfloat16, torch.device("cuda")), GROUPS)
     for size in (s for s in runner.graphs.base if s <= 64 or s == 256):  # capture before timing
         runner.graph_for(plan_step(size, policy=runner.policy, graphs=runner.graphs, groups=GROUPS))
@@ -70,8 +77,16 @@ def test_replayed_trace_speedup(benchmark: Any, kernels: str) -> None:
     )
     draft_ms = median_ms(lambda: speculator.propose(hidden, token, 3), runs=30, warmup=3)
     benchmark.pedantic(lambda: (decode.graph.replay(), torch.cuda.synchronize()), rounds=20, warmup_rounds=3)
-    figures = {"t_none_s": t_none, "t_spec_s": t_spec, "speedup": t_none / t_spec, "A_bar_tokens_per_step": mean_emitted,
-               "S1_eta": eta, "decode_graph_ms": decode_ms, "none_ms_per_token": t_none / OUTPUT * 1e3,
-               "S3_arctic_draft_ms": draft_ms, "S3_draft_over_decode": draft_ms / decode_ms}  # fmt: skip
+    figures = {
+        "t_none_s": t_none,
+        "t_spec_s": t_spec,
+        "speedup": t_none / t_spec,
+        "A_bar_tokens_per_step": mean_emitted,
+        "S1_eta": eta,
+        "decode_graph_ms": decode_ms,
+        "none_ms_per_token": t_none / OUTPUT * 1e3,
+        "S3_arctic_draft_ms": draft_ms,
+        "S3_draft_over_decode": draft_ms / decode_ms,
+    }
     benchmark.extra_info.update(figures)
     print(f"\n{kernels}: " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))

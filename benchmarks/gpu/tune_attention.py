@@ -16,12 +16,25 @@ from benchmarks.cuda_timing import median_ms
 
 CUDA = torch.device("cuda")
 CONTEXT, HEADS, KV_HEADS, D = 1056, 32, 8, 128
-cache = KVCache.allocate(layers=1, num_blocks=128 * CONTEXT // BLOCK_SIZE + 1, heads=KV_HEADS, head_dim=D,
-                         dtype=torch.bfloat16, device=CUDA, fill=0.0)  # fmt: skip
+cache = KVCache.allocate(
+    layers=1,
+    num_blocks=128 * CONTEXT // BLOCK_SIZE + 1,
+    heads=KV_HEADS,
+    head_dim=D,
+    dtype=torch.bfloat16,
+    device=CUDA,
+    fill=0.0,
+)
 cache.keys[0].normal_()
 cache.values[0].normal_()
-CASES = (("decode B=1", 1, 1), ("verify 1+7", 1, 8), ("verify 1+15", 1, 16), ("decode B=8", 8, 1),
-         ("decode B=32", 32, 1), ("decode B=128", 128, 1))  # fmt: skip
+CASES = (
+    ("decode B=1", 1, 1),
+    ("verify 1+7", 1, 8),
+    ("verify 1+15", 1, 16),
+    ("decode B=8", 8, 1),
+    ("decode B=32", 32, 1),
+    ("decode B=128", 128, 1),
+)
 for name, requests, per in CASES:
     rows = requests * per
     owner = torch.arange(rows, device=CUDA) // per
@@ -31,9 +44,19 @@ for name, requests, per in CASES:
     cos, sin = rope_tables(positions, D, 500_000.0, torch.bfloat16)
     q = torch.randn(rows, HEADS, D, device=CUDA).to(torch.bfloat16)
     kv_bytes = requests * CONTEXT * KV_HEADS * D * 2 * 2
-    for tiling in (None, (64, 64, 4), (128, 64, 4), (256, 64, 4), (64, 32, 4), (128, 128, 4), (64, 64, 8), (2048, 64, 4)):
-        call = partial(decode_attention, q, cos, sin, positions, slots, meta.real, cache.keys[0], cache.values[0],
-                       tiling=tiling)  # fmt: skip
+    for tiling in (
+        None,
+        (64, 64, 4),
+        (128, 64, 4),
+        (256, 64, 4),
+        (64, 32, 4),
+        (128, 128, 4),
+        (64, 64, 8),
+        (2048, 64, 4),
+    ):
+        call = partial(
+            decode_attention, q, cos, sin, positions, slots, meta.real, cache.keys[0], cache.values[0], tiling=tiling
+        )
         call()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):

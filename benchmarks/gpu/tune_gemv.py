@@ -32,11 +32,14 @@ def _skinny_kernel(  # type: ignore[no-untyped-def]
     tl.store(y_ptr + m[:, None] * n_out + n[None, :], acc.to(y_ptr.dtype.element_ty), mask=m[:, None] < rows)
 
 
-def skinny(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, block_n: int, block_k: int, warps: int, stages: int) -> None:
+def skinny(
+    x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, block_n: int, block_k: int, warps: int, stages: int
+) -> None:
     rows, k_in = x.shape
     n_out = w.shape[0]
-    _skinny_kernel[(n_out // block_n,)](x, w, y, rows, n_out, k_in, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k,
-                                        num_warps=warps, num_stages=stages)  # fmt: skip
+    _skinny_kernel[(n_out // block_n,)](
+        x, w, y, rows, n_out, k_in, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages
+    )
 
 
 def graphed(fn) -> torch.cuda.CUDAGraph:  # type: ignore[no-untyped-def]
@@ -48,7 +51,9 @@ def graphed(fn) -> torch.cuda.CUDAGraph:  # type: ignore[no-untyped-def]
     return graph
 
 
-def replay_us(weights: list[torch.Tensor], ys: list[torch.Tensor], x: torch.Tensor, config: tuple[int, ...] | None) -> float:
+def replay_us(
+    weights: list[torch.Tensor], ys: list[torch.Tensor], x: torch.Tensor, config: tuple[int, ...] | None
+) -> float:
     """µs per layer of one graph that multiplies x by every layer's weight (torch's matmul, or the
     Triton kernel with ``config``)."""
 
@@ -82,9 +87,11 @@ def measure(name: str, n_out: int, k_in: int) -> None:
             worst = max(float((y.float() - r.float()).abs().max()) for y, r in zip(ys, reference, strict=True))
             if us < best[0]:
                 best = (us, (*config, worst))
-        print(f"{name} {n_out}x{k_in} M={rows}: torch {torch_us:.1f} us ({per_layer / torch_us / 1e6:.2f} TB/s); "
-              f"triton best {best[0]:.1f} us ({per_layer / best[0] / 1e6:.2f} TB/s) at (BN, BK, warps, stages, "
-              f"max|dy|) {best[1]}")  # fmt: skip
+        print(
+            f"{name} {n_out}x{k_in} M={rows}: torch {torch_us:.1f} us ({per_layer / torch_us / 1e6:.2f} TB/s); "
+            f"triton best {best[0]:.1f} us ({per_layer / best[0] / 1e6:.2f} TB/s) at (BN, BK, warps, stages, "
+            f"max|dy|) {best[1]}"
+        )
 
 
 for shape_name, (n, k) in SHAPES.items():

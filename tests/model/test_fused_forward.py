@@ -44,8 +44,17 @@ def _models() -> tuple[LlamaShard, LlamaShard]:
 
 def _float64_caches(config: ModelConfig) -> list[KVCache]:
     """Two empty float64 caches of 16 blocks: one for the reference, one for the forward under test."""
-    return [KVCache.allocate(layers=config.num_hidden_layers, num_blocks=16, heads=config.num_key_value_heads,
-                             head_dim=config.head_dim, dtype=torch.float64, device=CPU) for _ in range(2)]  # fmt: skip
+    return [
+        KVCache.allocate(
+            layers=config.num_hidden_layers,
+            num_blocks=16,
+            heads=config.num_key_value_heads,
+            head_dim=config.head_dim,
+            dtype=torch.float64,
+            device=CPU,
+        )
+        for _ in range(2)
+    ]
 
 
 def _mixed_step_and_plan(vocab_size: int) -> tuple[ForwardInputs, StepPlan]:
@@ -76,8 +85,12 @@ def test_packed_forward_equals_the_reference_in_float64() -> None:
     g, history = torch.Generator().manual_seed(5), {0: 0, 1: 0, 2: 0}
     for counts in ([20, 7, 13], [1, 4, 3], [1, 1, 1]):
         inputs = mixed_step(counts, history, config.vocab_size, g, pad=3)
-        plan = plan_step(inputs.input_ids.shape[0], policy=ShiftPolicy(ParallelLayout(1, 1, 1)),
-                         graphs=GraphTables.eager(), groups=GROUPS)  # fmt: skip
+        plan = plan_step(
+            inputs.input_ids.shape[0],
+            policy=ShiftPolicy(ParallelLayout(1, 1, 1)),
+            graphs=GraphTables.eager(),
+            groups=GROUPS,
+        )
         real = sum(counts)
         want = forward(model, inputs, caches[0], plan)[:real]
         got = fused_forward(packed, inputs, caches[1], plan, TORCH_OPS)[:real]
@@ -99,13 +112,18 @@ def test_fused_forward_needs_packed_projections() -> None:
 
 def _generate(kernels: str) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
     config = tiny_config()
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1), kernels=kernels,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=16))  # fmt: skip
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        kernels=kernels,
+        scheduler=SchedulerConfig(max_num_batched_tokens=16),
+    )
     records: list[SampleRecord] = []
     runner = build_runner(engine, random_weights(config, 0), GROUPS)
     prompts = builtin_prompts(config.vocab_size)
-    results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=12)] * len(prompts),
-                           records=records)  # fmt: skip
+    results = run_requests(
+        runner, engine.scheduler, prompts, [SamplingParams(max_tokens=12)] * len(prompts), records=records
+    )
     return [r.output_token_ids for r in results], records
 
 
@@ -140,30 +158,61 @@ def test_triton_ops_validate_before_launching() -> None:
         gated_linear(torch.zeros(2, 6), torch.zeros(4, 6))
     caches = (torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))
     with pytest.raises(ValueError, match=r"'x': 'cpu', 'weight': 'cpu', 'cos': 'cpu'"):
-        qkv_write_cache(torch.zeros(3, 6), torch.zeros(24, 6), torch.zeros(3, 4), torch.zeros(3, 4),
-                        torch.zeros(3, dtype=torch.int64), *caches)  # fmt: skip
+        qkv_write_cache(
+            torch.zeros(3, 6),
+            torch.zeros(24, 6),
+            torch.zeros(3, 4),
+            torch.zeros(3, 4),
+            torch.zeros(3, dtype=torch.int64),
+            *caches,
+        )
     k = torch.zeros(3, 2, 4)
     with pytest.raises(ValueError, match=r"'k': 'cpu', 'v': 'cpu'"):
-        rope_write_cache(k, k, torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
-                         torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))  # fmt: skip
+        rope_write_cache(
+            k,
+            k,
+            torch.zeros(3, 4),
+            torch.zeros(3, 4),
+            torch.zeros(3, dtype=torch.int64),
+            torch.zeros(2, 16, 2, 4),
+            torch.zeros(2, 16, 2, 4),
+        )
     with pytest.raises(ValueError, match=r"'q': 'cpu'"):
-        decode_attention(torch.zeros(3, 4, 4), torch.zeros(3, 4), torch.zeros(3, 4), torch.zeros(3, dtype=torch.int64),
-                         torch.zeros(3, 5, dtype=torch.int64), torch.ones(3, dtype=torch.bool),
-                         torch.zeros(2, 16, 2, 4), torch.zeros(2, 16, 2, 4))  # fmt: skip
+        decode_attention(
+            torch.zeros(3, 4, 4),
+            torch.zeros(3, 4),
+            torch.zeros(3, 4),
+            torch.zeros(3, dtype=torch.int64),
+            torch.zeros(3, 5, dtype=torch.int64),
+            torch.ones(3, dtype=torch.bool),
+            torch.zeros(2, 16, 2, 4),
+            torch.zeros(2, 16, 2, 4),
+        )
 
 
 def _attention_without_own_key(
-    q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor, context_slots: torch.Tensor,
-    real: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor,
-) -> torch.Tensor:  # fmt: skip
+    q: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    positions: torch.Tensor,
+    context_slots: torch.Tensor,
+    real: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+) -> torch.Tensor:
     """A plausible kernel bug: each row attends up to its position − 1 (its own key missed)."""
     return TORCH_OPS.decode_attention(q, cos, sin, positions - 1, context_slots, real, key_cache, value_cache)
 
 
 def _rope_before_nothing(
-    k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
-    key_cache: torch.Tensor, value_cache: torch.Tensor,
-) -> None:  # fmt: skip
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    slots: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+) -> None:
     """Another: keys cached without RoPE."""
     ones, zeros = torch.ones_like(cos), torch.zeros_like(sin)
     TORCH_OPS.rope_write_cache(k, v, ones, zeros, slots, key_cache, value_cache)
@@ -171,9 +220,12 @@ def _rope_before_nothing(
 
 @pytest.mark.parametrize(
     "broken",
-    [replace(TORCH_OPS, decode_attention=_attention_without_own_key), replace(TORCH_OPS, rope_write_cache=_rope_before_nothing)],
+    [
+        replace(TORCH_OPS, decode_attention=_attention_without_own_key),
+        replace(TORCH_OPS, rope_write_cache=_rope_before_nothing),
+    ],
     ids=["own-key-missed", "keys-unrotated"],
-)  # fmt: skip
+)
 def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
     """The fused-vs-reference comparison has teeth: an op set with one plausible bug is off by far
     more than the 1e-12 the correct one meets."""
@@ -187,9 +239,16 @@ def test_the_comparison_catches_broken_ops(broken: LayerOps) -> None:
 
 
 def _qkv_then_write(
-    x: torch.Tensor, weight: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
-    key_cache: torch.Tensor, value_cache: torch.Tensor, *, rotate: bool = True,
-) -> torch.Tensor:  # fmt: skip
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    slots: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    *,
+    rotate: bool = True,
+) -> torch.Tensor:
     """A ``qkv_write_cache`` written as the two torch ops (``rotate=False``: keys cached unrotated,
     a plausible fused-kernel bug)."""
     qkv = TORCH_OPS.linear(x, weight)
@@ -203,9 +262,14 @@ def _qkv_then_write(
 
 
 def _unrotated_qkv_write(
-    x: torch.Tensor, weight: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
-    key_cache: torch.Tensor, value_cache: torch.Tensor,
-) -> torch.Tensor:  # fmt: skip
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    slots: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+) -> torch.Tensor:
     return _qkv_then_write(x, weight, cos, sin, slots, key_cache, value_cache, rotate=False)
 
 
@@ -238,9 +302,14 @@ def test_the_fused_forward_takes_qkv_write_cache_without_an_exchange() -> None:
 
 
 def _no_qkv_write(
-    x: torch.Tensor, weight: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
-    key_cache: torch.Tensor, value_cache: torch.Tensor,
-) -> torch.Tensor:  # fmt: skip
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    slots: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+) -> torch.Tensor:
     raise AssertionError("qkv_write_cache called in a step with a Ulysses exchange")
 
 
@@ -263,8 +332,14 @@ def test_skinny_config_keeps_the_measured_settings() -> None:
     """The settings of the measured decode figures: 32 columns per program up to 4096 outputs, else
     64; 256-wide K slices; 5 stages up to 4096 outputs, 3 from 16,384, else 4."""
     assert [skinny_config(n) for n in (96, 4096, 4097, 6144, 16_383, 16_384, 28672)] == [
-        (32, 256, 5), (32, 256, 5), (64, 256, 4), (64, 256, 4), (64, 256, 4), (64, 256, 3), (64, 256, 3)
-    ]  # fmt: skip
+        (32, 256, 5),
+        (32, 256, 5),
+        (64, 256, 4),
+        (64, 256, 4),
+        (64, 256, 4),
+        (64, 256, 3),
+        (64, 256, 3),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -25,14 +25,24 @@ GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
 _hf = load_transformers_model
 
 
-def _generate(config: ModelConfig, weights: dict[str, torch.Tensor], budget: int, *, graphs: bool = False,
-              max_tokens: int = 12) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:  # fmt: skip
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1),
-                          scheduler=SchedulerConfig(max_num_batched_tokens=budget), cuda_graphs=graphs)  # fmt: skip
+def _generate(
+    config: ModelConfig, weights: dict[str, torch.Tensor], budget: int, *, graphs: bool = False, max_tokens: int = 12
+) -> tuple[list[tuple[int, ...]], list[SampleRecord]]:
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        scheduler=SchedulerConfig(max_num_batched_tokens=budget),
+        cuda_graphs=graphs,
+    )
     records: list[SampleRecord] = []
     prompts = builtin_prompts(config.vocab_size)
-    results = run_requests(build_runner(engine, weights, GROUPS), engine.scheduler, prompts,
-                           [SamplingParams(max_tokens=max_tokens)] * len(prompts), records=records)  # fmt: skip
+    results = run_requests(
+        build_runner(engine, weights, GROUPS),
+        engine.scheduler,
+        prompts,
+        [SamplingParams(max_tokens=max_tokens)] * len(prompts),
+        records=records,
+    )
     return [r.output_token_ids for r in results], records
 
 
@@ -66,8 +76,15 @@ def test_matches_transformers(tmp_path: Path, tied: bool, vocab: int, budget: in
 
 def test_loads_a_checkpoint_saved_by_transformers(tmp_path: Path) -> None:
     """transformers' own random init, saved by ``save_pretrained``; sharded into an index too."""
-    hf_config = transformers.LlamaConfig(vocab_size=320, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=2, rope_theta=5000.0)  # fmt: skip
+    hf_config = transformers.LlamaConfig(
+        vocab_size=320,
+        hidden_size=64,
+        intermediate_size=160,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rope_theta=5000.0,
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(hf_config).to(torch.float64)
     model.save_pretrained(tmp_path / "single")
@@ -145,8 +162,14 @@ def test_padding_never_changes_real_rows() -> None:
 
 def test_generate_on_a_transformers_checkpoint_gives_its_greedy_tokens(tmp_path: Path) -> None:
     """runner.md 'done when': ``arctic-ref generate --model PATH`` ≡ transformers' greedy decoding."""
-    hf_config = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+    hf_config = transformers.LlamaConfig(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     torch.manual_seed(1)
     transformers.LlamaForCausalLM(hf_config).to(torch.float64).save_pretrained(tmp_path)
     job = GenerateJob(model=str(tmp_path), max_tokens=10, prompts=((5, 6, 7, 8), (9, 9, 9)))

@@ -76,11 +76,15 @@ def _groups() -> RankGroups:
 @pytest.mark.parametrize(
     ("sp", "threshold", "n", "mode", "padded", "graph"),
     [
-        (2, 64, 3, "shift", 4, 4), (2, 64, 61, "shift", 64, 64), (2, 64, 64, "shift", 64, 64),
-        (2, 64, 65, "base", 80, 80), (2, 64, 1025, "base", 1026, None), (1, None, 3, "base", 4, 4),
+        (2, 64, 3, "shift", 4, 4),
+        (2, 64, 61, "shift", 64, 64),
+        (2, 64, 64, "shift", 64, 64),
+        (2, 64, 65, "base", 80, 80),
+        (2, 64, 1025, "base", 1026, None),
+        (1, None, 3, "base", 4, 4),
         (2, 500, 497, "shift", 504, None),
     ],
-)  # fmt: skip
+)
 def test_runtime_padding_examples(
     sp: int, threshold: int | None, n: int, mode: str, padded: int, graph: int | None
 ) -> None:

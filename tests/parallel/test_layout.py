@@ -10,12 +10,26 @@ from arctic_ref.parallel.heads import base_kv_heads, kv_head_of_query, query_hea
     ("sp", "tp", "tp_groups", "sp_groups", "shift_group", "shift_ranks"),
     [
         (2, 2, ((0, 1), (2, 3)), ((0, 2), (1, 3)), (0, 2, 1, 3), (0, 2, 1, 3)),
-        (4, 2, ((0, 1), (2, 3), (4, 5), (6, 7)), ((0, 2, 4, 6), (1, 3, 5, 7)), (0, 2, 4, 6, 1, 3, 5, 7), (0, 4, 1, 5, 2, 6, 3, 7)),
-        (2, 4, ((0, 1, 2, 3), (4, 5, 6, 7)), ((0, 4), (1, 5), (2, 6), (3, 7)), (0, 4, 1, 5, 2, 6, 3, 7), (0, 2, 4, 6, 1, 3, 5, 7)),
+        (
+            4,
+            2,
+            ((0, 1), (2, 3), (4, 5), (6, 7)),
+            ((0, 2, 4, 6), (1, 3, 5, 7)),
+            (0, 2, 4, 6, 1, 3, 5, 7),
+            (0, 4, 1, 5, 2, 6, 3, 7),
+        ),
+        (
+            2,
+            4,
+            ((0, 1, 2, 3), (4, 5, 6, 7)),
+            ((0, 4), (1, 5), (2, 6), (3, 7)),
+            (0, 4, 1, 5, 2, 6, 3, 7),
+            (0, 2, 4, 6, 1, 3, 5, 7),
+        ),
         (4, 1, ((0,), (1,), (2,), (3,)), ((0, 1, 2, 3),), (0, 1, 2, 3), (0, 1, 2, 3)),
     ],
     ids=["S2T2", "S4T2", "S2T4", "S4T1"],
-)  # fmt: skip
+)
 def test_worked_group_tables(
     sp: int, tp: int, tp_groups: tuple, sp_groups: tuple, shift_group: tuple, shift_ranks: tuple
 ) -> None:  # type: ignore[type-arg]
@@ -41,15 +55,30 @@ def test_gather_perm_worked_examples(members: tuple[int, ...], perm: tuple[int, 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"world_size": 6, "tensor_parallel_size": 2, "ulysses_sequence_parallel_size": 2},
-         "world_size(6) != tensor_parallel_size(2) * ulysses_sequence_parallel_size(2); pipeline parallelism is not supported"),
-        ({"world_size": 1, "tensor_parallel_size": 0, "ulysses_sequence_parallel_size": 1}, "tensor_parallel_size must be >= 1 (got 0)"),
-        ({"world_size": 0, "tensor_parallel_size": 1, "ulysses_sequence_parallel_size": 1}, "world_size must be >= 1 (got 0)"),
-        ({"world_size": 2, "tensor_parallel_size": 1, "ulysses_sequence_parallel_size": 2, "native_sequence_parallelism": True},
-         "ulysses sequence parallelism (sp=2) cannot be combined with native sequence parallelism"),
+        (
+            {"world_size": 6, "tensor_parallel_size": 2, "ulysses_sequence_parallel_size": 2},
+            "world_size(6) != tensor_parallel_size(2) * ulysses_sequence_parallel_size(2); pipeline parallelism is not supported",
+        ),
+        (
+            {"world_size": 1, "tensor_parallel_size": 0, "ulysses_sequence_parallel_size": 1},
+            "tensor_parallel_size must be >= 1 (got 0)",
+        ),
+        (
+            {"world_size": 0, "tensor_parallel_size": 1, "ulysses_sequence_parallel_size": 1},
+            "world_size must be >= 1 (got 0)",
+        ),
+        (
+            {
+                "world_size": 2,
+                "tensor_parallel_size": 1,
+                "ulysses_sequence_parallel_size": 2,
+                "native_sequence_parallelism": True,
+            },
+            "ulysses sequence parallelism (sp=2) cannot be combined with native sequence parallelism",
+        ),
     ],
     ids=["V1", "V2-tp", "V2-world", "V9"],
-)  # fmt: skip
+)
 def test_layout_validation_messages(kwargs: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(ValueError) as info:
         ParallelLayout(**kwargs)
@@ -61,12 +90,20 @@ def test_layout_validation_messages(kwargs: dict, message: str) -> None:  # type
     [
         (2, 4, 12, 4, 352, False, "num_attention_heads(12) is not divisible by tp(2) * sp(4) = 8"),
         (2, 1, 8, 3, 352, False, "num_key_value_heads(3) and tensor_parallel_size(2): one must divide the other"),
-        (1, 3, 6, 2, 351, False, "kv heads per tp rank(2) and ulysses_sequence_parallel_size(3): one must divide the other"),
+        (
+            1,
+            3,
+            6,
+            2,
+            351,
+            False,
+            "kv heads per tp rank(2) and ulysses_sequence_parallel_size(3): one must divide the other",
+        ),
         (1, 1, 8, 3, 352, False, "num_attention_heads(8) is not divisible by num_key_value_heads(3)"),
         (2, 4, 8, 8, 348, True, "intermediate_size(348) is not divisible by 8 (tp * sp, shift enabled)"),
     ],
     ids=["V3", "V4", "V5", "V6", "V7"],
-)  # fmt: skip
+)
 def test_model_validation_messages(
     tp: int, sp: int, heads: int, kv: int, inter: int, shift: bool, message: str
 ) -> None:
@@ -95,8 +132,9 @@ def _valid_configs() -> list[tuple[int, int, int, int]]:
             for heads in range(1, 65):
                 for kv in (k for k in range(1, heads + 1) if heads % k == 0):
                     try:
-                        ParallelLayout(p, tp, sp).validate_model(num_attention_heads=heads, num_key_value_heads=kv,
-                                                                 intermediate_size=p, shift=True)  # fmt: skip
+                        ParallelLayout(p, tp, sp).validate_model(
+                            num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=p, shift=True
+                        )
                     except ValueError:
                         continue
                     out.append((heads, kv, sp, tp))

@@ -33,11 +33,22 @@ WEIGHTS = random_weights(CONFIG, 0)
 PROMPTS = builtin_prompts(CONFIG.vocab_size)
 
 
-def _generate(drafter: Drafter | None, *, budget: int = 64, max_tokens: int = 32, config: ModelConfig = CONFIG,
-              weights: dict[str, torch.Tensor] = WEIGHTS, prompts: Sequence[Sequence[int]] = PROMPTS,
-              params: Sequence[SamplingParams] | None = None, max_num_seqs: int = 8) -> list[RequestResult]:  # fmt: skip
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1),
-                          scheduler=SchedulerConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget))  # fmt: skip
+def _generate(
+    drafter: Drafter | None,
+    *,
+    budget: int = 64,
+    max_tokens: int = 32,
+    config: ModelConfig = CONFIG,
+    weights: dict[str, torch.Tensor] = WEIGHTS,
+    prompts: Sequence[Sequence[int]] = PROMPTS,
+    params: Sequence[SamplingParams] | None = None,
+    max_num_seqs: int = 8,
+) -> list[RequestResult]:
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        scheduler=SchedulerConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget),
+    )
     runner = build_runner(engine, weights, GROUPS, drafter)
     return run_requests(
         runner, engine.scheduler, prompts, params or [SamplingParams(max_tokens=max_tokens)] * len(prompts)
@@ -80,8 +91,11 @@ def test_greedy_speculation_is_lossless(name: str, budget: int) -> None:
 
 
 def test_outputs_stop_at_max_tokens_and_max_model_len() -> None:
-    engine = EngineConfig(model=CONFIG, layout=ParallelLayout(1, 1, 1),
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=60))  # fmt: skip
+    engine = EngineConfig(
+        model=CONFIG,
+        layout=ParallelLayout(1, 1, 1),
+        scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=60),
+    )
     runner = build_runner(engine, WEIGHTS, GROUPS, SuffixDrafter.build(60))
     results = run_requests(runner, engine.scheduler, PROMPTS, [SamplingParams(max_tokens=20)] * 4)
     for prompt, result in zip(PROMPTS, results, strict=True):
@@ -99,8 +113,9 @@ def test_budget_starved_step_leaves_requests_out() -> None:
     scheduler.update(first, {r.req_id: [5] for r in first.scheduled}, {r.req_id: [6, 7, 8] for r in first.scheduled})
     second = scheduler.schedule()
     assert [(r.req_id, r.num_scheduled_tokens, r.spec_token_ids) for r in second.scheduled] == [
-        ("req-0", 4, (6, 7, 8)), ("req-1", 4, (6, 7, 8))
-    ]  # fmt: skip
+        ("req-0", 4, (6, 7, 8)),
+        ("req-1", 4, (6, 7, 8)),
+    ]
 
 
 def _row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> DraftRow:
@@ -167,8 +182,15 @@ def test_ngram_against_brute_force() -> None:
         assert ngram_draft(tokens, k, lo, hi) == brute_force_ngram(tokens, k, lo, hi, overlap=False)
 
 
-SMALL = ModelConfig(vocab_size=16, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                    num_key_value_heads=2, head_dim=8)  # fmt: skip
+SMALL = ModelConfig(
+    vocab_size=16,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=8,
+)
 SMALL_WEIGHTS = {k: v * (40.0 if "embed" in k or "lm_head" in k else 1.0) for k, v in random_weights(SMALL, 5).items()}
 SMALL_PROMPT = [3, 1, 4, 1, 5]
 
@@ -196,8 +218,11 @@ def _exact_second_token() -> np.ndarray:
 def test_sampled_output_keeps_the_target_distribution(name: str) -> None:
     """The second sampled token (which passes through verification when drafts exist) follows the
     exact p(t₂): chi-square goodness of fit, α = 1e-4 per drafter (3 tests; seeds fixed)."""
-    drafter: Drafter | None = {"none": None, "junk": JunkDrafter(16, 1024, k=2, seed=1),
-                               "ngram-1": NgramDrafter(1024, 2, min_n=1, max_n=1)}[name]  # fmt: skip
+    drafter: Drafter | None = {
+        "none": None,
+        "junk": JunkDrafter(16, 1024, k=2, seed=1),
+        "ngram-1": NgramDrafter(1024, 2, min_n=1, max_n=1),
+    }[name]
     prompts = [SMALL_PROMPT] * 64
     seconds: Counter[int] = Counter()
     drafts = 0

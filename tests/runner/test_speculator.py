@@ -38,10 +38,14 @@ GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)
 
 @pytest.mark.parametrize(
     "config",
-    [SpeculatorConfig(kind="mlp"), SpeculatorConfig(kind="mlp", tie_weights=True, n_predict=4),
-     SpeculatorConfig(kind="mlp", scale_input=False), SpeculatorConfig(kind="lstm", tie_weights=True)],
+    [
+        SpeculatorConfig(kind="mlp"),
+        SpeculatorConfig(kind="mlp", tie_weights=True, n_predict=4),
+        SpeculatorConfig(kind="mlp", scale_input=False),
+        SpeculatorConfig(kind="lstm", tie_weights=True),
+    ],
     ids=["mlp", "mlp-tied", "mlp-unscaled", "lstm"],
-)  # fmt: skip
+)
 def test_batched_speculator_equals_the_literal_loop(config: SpeculatorConfig) -> None:
     speculator = ArcticSpeculator(config, speculator_weights(config, 1))
     g = torch.Generator().manual_seed(0)
@@ -59,8 +63,11 @@ def test_constants_and_weight_names() -> None:
     w_s = 0.5 ** (0.5 / 3)
     assert config.alpha == pytest.approx(math.sqrt((1 - w_s**2) * 64) / w_s)
     mlp = speculator_weights(config, 1)
-    assert sorted(mlp) == sorted(f"{p}.{i}.{s}" for i in range(3) for p, s in
-                                 [("emb", "weight"), ("proj", "weight"), ("ln", "weight"), ("ln", "bias"), ("head", "weight")])  # fmt: skip
+    assert sorted(mlp) == sorted(
+        f"{p}.{i}.{s}"
+        for i in range(3)
+        for p, s in [("emb", "weight"), ("proj", "weight"), ("ln", "weight"), ("ln", "bias"), ("head", "weight")]
+    )
     lstm = speculator_weights(SpeculatorConfig(kind="lstm", tie_weights=True), 1)
     assert lstm["projs.0.weight"].shape == (512, 128) and lstm["forget_emb.0.weight"].shape == (512, 128)
     with pytest.raises(ValueError, match="requires tie_weights"):
@@ -93,8 +100,9 @@ def test_lengths_are_cut_per_row_and_the_seed_batch_minimum_is_caught() -> None:
 
 
 def _draft(tokens: list[int], score: float) -> SuffixDecodingDraft:
-    return SuffixDecodingDraft(token_ids=tokens, parents=list(range(-1, len(tokens) - 1)), probs=[1.0] * len(tokens),
-                               score=score, match_len=1)  # fmt: skip
+    return SuffixDecodingDraft(
+        token_ids=tokens, parents=list(range(-1, len(tokens) - 1)), probs=[1.0] * len(tokens), score=score, match_len=1
+    )
 
 
 class ScriptedCache(SuffixDecodingCache):
@@ -104,9 +112,16 @@ class ScriptedCache(SuffixDecodingCache):
         super().__init__(64)
         self.drafts = drafts
 
-    def speculate(self, req_id: Hashable, context: Sequence[int] | np.ndarray, max_spec_tokens: int | None = None,
-                  max_spec_factor: float = 1.0, max_spec_offset: float = 0.0, min_token_prob: float = 0.1,
-                  use_tree_spec: bool = False) -> SuffixDecodingDraft:  # fmt: skip
+    def speculate(
+        self,
+        req_id: Hashable,
+        context: Sequence[int] | np.ndarray,
+        max_spec_tokens: int | None = None,
+        max_spec_factor: float = 1.0,
+        max_spec_offset: float = 0.0,
+        min_token_prob: float = 0.1,
+        use_tree_spec: bool = False,
+    ) -> SuffixDecodingDraft:
         return self.drafts[req_id]
 
 
@@ -123,8 +138,13 @@ class ScriptedProposer:
 def _hybrid(drafts: list[SuffixDecodingDraft], chains: list[list[int]], k: int, rules: DraftRules) -> list[list[int]]:
     rows = [DraftRow(req_id=i, token_ids=[1, 2, 3], num_prompt_tokens=2, sampled=[3]) for i in range(len(drafts))]
     config = DraftConfig(method="arctic", num_speculative_tokens=k, max_model_len=1024, enable_suffix_decoding=True)
-    return propose_draft_token_ids(rows, config, suffix_cache=ScriptedCache(dict(enumerate(drafts))),
-                                   arctic_drafter=ScriptedProposer(dict(enumerate(chains))), rules=rules)  # fmt: skip
+    return propose_draft_token_ids(
+        rows,
+        config,
+        suffix_cache=ScriptedCache(dict(enumerate(drafts))),
+        arctic_drafter=ScriptedProposer(dict(enumerate(chains))),
+        rules=rules,
+    )
 
 
 def test_hybrid_choice_is_per_row_and_the_seed_blanking_is_caught() -> None:
@@ -147,10 +167,21 @@ def test_ngram_longest_rule_allows_overlap() -> None:
     assert ngram_draft_longest([1, 1, 1], 3, 2, 2) == [1]
 
 
-REFERENCE = [r.output_token_ids for r in run_requests(
-    build_runner(EngineConfig(model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)),
-                 random_weights(CONFIG, 0), GROUPS),
-    SchedulerConfig(max_num_batched_tokens=64), builtin_prompts(512), [SamplingParams(max_tokens=24)] * 4)]  # fmt: skip
+REFERENCE = [
+    r.output_token_ids
+    for r in run_requests(
+        build_runner(
+            EngineConfig(
+                model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)
+            ),
+            random_weights(CONFIG, 0),
+            GROUPS,
+        ),
+        SchedulerConfig(max_num_batched_tokens=64),
+        builtin_prompts(512),
+        [SamplingParams(max_tokens=24)] * 4,
+    )
+]
 
 
 def _drafter(name: str) -> object:
@@ -169,8 +200,12 @@ def test_greedy_output_is_lossless(name: str) -> None:
     engine = EngineConfig(
         model=CONFIG, layout=ParallelLayout(1, 1, 1), scheduler=SchedulerConfig(max_num_batched_tokens=64)
     )
-    results = run_requests(build_runner(engine, random_weights(CONFIG, 0), GROUPS, drafter),  # type: ignore[arg-type]
-                           engine.scheduler, builtin_prompts(512), [SamplingParams(max_tokens=24)] * 4)  # fmt: skip
+    results = run_requests(
+        build_runner(engine, random_weights(CONFIG, 0), GROUPS, drafter),  # type: ignore[arg-type]
+        engine.scheduler,
+        builtin_prompts(512),
+        [SamplingParams(max_tokens=24)] * 4,
+    )
     assert [r.output_token_ids for r in results] == REFERENCE
     assert sum(r.num_draft_tokens for r in results) > 0
     if name == "hybrid":
@@ -190,13 +225,15 @@ def test_speculator_drafts_are_the_same_on_every_rank_by_construction() -> None:
 
 _ROWS = st.lists(
     st.tuples(
-        st.one_of(st.just(_draft([], 0.0)), st.builds(_draft, st.lists(st.integers(0, 9), min_size=1, max_size=4),
-                                                       st.floats(0, 8))),
+        st.one_of(
+            st.just(_draft([], 0.0)),
+            st.builds(_draft, st.lists(st.integers(0, 9), min_size=1, max_size=4), st.floats(0, 8)),
+        ),
         st.lists(st.integers(0, 9), max_size=3),
     ),
     min_size=1,
     max_size=6,
-)  # fmt: skip
+)
 
 
 @given(_ROWS, st.integers(1, 5), st.data())

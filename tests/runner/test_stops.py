@@ -21,11 +21,16 @@ MAX_TOKENS = 24
 
 
 def _run(
-    config: ModelConfig, params: SamplingParams, drafter: Drafter | None = None,
+    config: ModelConfig,
+    params: SamplingParams,
+    drafter: Drafter | None = None,
     records: list[SampleRecord] | None = None,
-) -> list[RequestResult]:  # fmt: skip
-    engine = EngineConfig(model=config, layout=ParallelLayout(1, 1, 1),
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=256))  # fmt: skip
+) -> list[RequestResult]:
+    engine = EngineConfig(
+        model=config,
+        layout=ParallelLayout(1, 1, 1),
+        scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=256),
+    )
     runner = build_runner(engine, random_weights(config, 0), GROUPS, drafter)
     prompts = builtin_prompts(config.vocab_size)
     return run_requests(runner, engine.scheduler, prompts, [params] * len(prompts), records=records)
@@ -56,7 +61,9 @@ def test_stop_token_ids_stop_and_keep_the_token(reference: tuple[tuple[int, ...]
     made: Drafter = {
         "none": NoDrafter(),
         "suffix": SuffixDrafter.build(256),
-        "oracle": OracleDrafter(dict(zip((tuple(p) for p in builtin_prompts(512)), reference, strict=True)), 7, 512, 256),  # 7 right tokens: a stop lands inside accepted runs
+        "oracle": OracleDrafter(
+            dict(zip((tuple(p) for p in builtin_prompts(512)), reference, strict=True)), 7, 512, 256
+        ),  # 7 right tokens: a stop lands inside accepted runs
     }[drafter]
     records: list[SampleRecord] = []
     results = _run(tiny_config(), SamplingParams(max_tokens=MAX_TOKENS, stop_token_ids=(stop,)), made, records)

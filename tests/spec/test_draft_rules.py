@@ -42,7 +42,9 @@ def test_each_config_rule_alone_rejects(changes: dict[str, int], message: str) -
 
 
 def test_the_smallest_and_largest_valid_configs() -> None:
-    DraftConfig(method="arctic", num_speculative_tokens=0, max_model_len=1, suffix_cache_max_depth=1, suffix_max_spec_tokens=1)
+    DraftConfig(
+        method="arctic", num_speculative_tokens=0, max_model_len=1, suffix_cache_max_depth=1, suffix_max_spec_tokens=1
+    )
     DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=10, suffix_max_spec_tokens=MAX_SPEC_LEN)
 
 
@@ -55,10 +57,16 @@ def test_documented_defaults() -> None:
     assert (suffix.method, suffix.num_speculative_tokens, suffix.disable_by_batch_size) == ("suffix", 64, 64)
     assert suffix.suffix_max_spec_tokens == MAX_SPEC_LEN
     arctic = arctic_config(100)
-    assert (arctic.num_speculative_tokens, arctic.enable_suffix_decoding, arctic.disable_by_batch_size) == (3, False, 64)
+    assert (arctic.num_speculative_tokens, arctic.enable_suffix_decoding, arctic.disable_by_batch_size) == (
+        3,
+        False,
+        64,
+    )
     cache = new_suffix_cache(config)
     assert (cache.max_tree_depth, cache.max_cached_requests) == (64, 100_000)
-    assert DraftStats() == DraftStats(steps=0, gated_steps=0, suffix_rows=0, arctic_rows=0, empty_rows=0, draft_tokens=0)
+    assert DraftStats() == DraftStats(
+        steps=0, gated_steps=0, suffix_rows=0, arctic_rows=0, empty_rows=0, draft_tokens=0
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,7 +78,9 @@ def test_d1_the_gate_fires_above_its_size(rows: int, size: int | None, fires: bo
 
 
 def _row(n: int, *, spec: Sequence[int] = (), sampled: Sequence[int] = (0,), req: object = "a") -> DraftRow:
-    return DraftRow(req_id=req, token_ids=[i % 7 for i in range(n)], num_prompt_tokens=1, sampled=sampled, spec_ids=spec)  # type: ignore[arg-type]
+    return DraftRow(
+        req_id=req, token_ids=[i % 7 for i in range(n)], num_prompt_tokens=1, sampled=sampled, spec_ids=spec
+    )  # type: ignore[arg-type]
 
 
 def test_d3_no_query_at_the_model_length_and_at_a_zero_budget() -> None:
@@ -153,7 +163,11 @@ def test_statistics_count_each_row_once_by_the_draft_it_ends_with() -> None:
     has no sample; step 2 — "full" is at the model length (no draft: an empty row); then a batch
     over the gate's size of 3 rows is gated."""
     config = DraftConfig(
-        method="arctic", num_speculative_tokens=2, max_model_len=100, enable_suffix_decoding=True, disable_by_batch_size=3
+        method="arctic",
+        num_speculative_tokens=2,
+        max_model_len=100,
+        enable_suffix_decoding=True,
+        disable_by_batch_size=3,
     )
     cache = _cache_with_history()
     stats = DraftStats()
@@ -167,7 +181,9 @@ def test_statistics_count_each_row_once_by_the_draft_it_ends_with() -> None:
     assert (stats.steps, stats.suffix_rows, stats.arctic_rows, stats.empty_rows, stats.draft_tokens) == (1, 1, 1, 0, 7)
     assert len(stats.suffix_scores) == 2 and stats.suffix_scores[0] == 5.0  # "idle" asked nothing
     full = DraftRow(req_id="full", token_ids=list(range(100)), num_prompt_tokens=99, sampled=[99])
-    assert propose_draft_token_ids([full], config, suffix_cache=cache, arctic_drafter=CountingProposer(), stats=stats) == [[]]
+    assert propose_draft_token_ids(
+        [full], config, suffix_cache=cache, arctic_drafter=CountingProposer(), stats=stats
+    ) == [[]]
     assert (stats.steps, stats.suffix_rows, stats.arctic_rows, stats.empty_rows, stats.draft_tokens) == (2, 1, 1, 1, 7)
     assert len(stats.suffix_scores) == 2  # no query at N = M
     gated = propose_draft_token_ids(

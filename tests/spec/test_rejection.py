@@ -55,10 +55,17 @@ def test_e12_identity_of_draw_then_sample(seed: int) -> None:
 def one_row(logits: list[float], drafts: list[int], temperature: float = 1.0) -> tuple:
     n = len(drafts)
     return (
-        torch.tensor(drafts), [n], max(n, 1), torch.tensor([n]), None,
-        torch.tensor([logits] * n, dtype=torch.float32), torch.tensor([[7]]),
-        SamplingMetadata(temperature=torch.tensor([temperature]), all_greedy=temperature < 1e-5, all_random=temperature >= 1e-5),
-    )  # fmt: skip
+        torch.tensor(drafts),
+        [n],
+        max(n, 1),
+        torch.tensor([n]),
+        None,
+        torch.tensor([logits] * n, dtype=torch.float32),
+        torch.tensor([[7]]),
+        SamplingMetadata(
+            temperature=torch.tensor([temperature]), all_greedy=temperature < 1e-5, all_random=temperature >= 1e-5
+        ),
+    )
 
 
 def test_greedy_writes_the_argmax_and_stops() -> None:
@@ -78,10 +85,16 @@ def test_zero_probability_draft_is_never_accepted_even_at_u_zero() -> None:
 
 @pytest.mark.parametrize(
     ("uniforms", "exponentials", "message"),
-    [([1.0], [[1.0]], "uniforms must lie in"), ([-0.1], [[1.0]], "uniforms must lie in"),
-     ([0.5], [[0.0]], "exponentials must lie in"), ([0.5], [[float("inf")]], "exponentials must lie in")],
-)  # fmt: skip
-def test_injected_noise_out_of_range_is_refused(uniforms: list[float], exponentials: list[list[float]], message: str) -> None:
+    [
+        ([1.0], [[1.0]], "uniforms must lie in"),
+        ([-0.1], [[1.0]], "uniforms must lie in"),
+        ([0.5], [[0.0]], "exponentials must lie in"),
+        ([0.5], [[float("inf")]], "exponentials must lie in"),
+    ],
+)
+def test_injected_noise_out_of_range_is_refused(
+    uniforms: list[float], exponentials: list[list[float]], message: str
+) -> None:
     """u in [0, 1) and E in (0, inf): u = 1 could accept a zero-probability draft, E = 0 divides by zero."""
     with pytest.raises(ValueError, match=message):
         RejectionNoise(uniforms=torch.tensor(uniforms, dtype=torch.float64), exponentials=torch.tensor(exponentials))
@@ -136,9 +149,12 @@ def test_bonus_token_ids_may_be_flat_as_vllm_tests_pass_them(seed: int) -> None:
     profile: SamplerProfile = VLLM_0_9_2 if seed % 2 else INTENDED
     noise = random_noise(case, profile, random.Random(seed))
     assert torch.equal(
-        rejection_sample_with_noise(*flat, noise, profile=profile), rejection_sample_with_noise(*args, noise, profile=profile)
+        rejection_sample_with_noise(*flat, noise, profile=profile),
+        rejection_sample_with_noise(*args, noise, profile=profile),
     )
-    assert torch.equal(rejection_sample_loop(*flat, noise, profile=profile), rejection_sample_loop(*args, noise, profile=profile))
+    assert torch.equal(
+        rejection_sample_loop(*flat, noise, profile=profile), rejection_sample_loop(*args, noise, profile=profile)
+    )
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (3,), (1, 2, 1)], ids=["two-columns", "wrong-length", "three-dims"])
@@ -147,7 +163,10 @@ def test_other_bonus_shapes_are_rejected_naming_the_shape(shape: tuple[int, ...]
     args = [*args[:6], torch.zeros(shape, dtype=torch.int64), *args[7:]]
     num_reqs = len(args[1])
     # validate_inputs directly: under the suite's runtime shape checks the annotation refuses first
-    with pytest.raises(ValueError, match=rf"bonus_token_ids must be int \[{num_reqs}, 1\] or \[{num_reqs}\], got torch.int64 \({', '.join(map(str, shape))}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"bonus_token_ids must be int \[{num_reqs}, 1\] or \[{num_reqs}\], got torch.int64 \({', '.join(map(str, shape))}",
+    ):
         validate_inputs(*args, INTENDED)
 
 

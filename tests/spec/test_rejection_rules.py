@@ -46,10 +46,13 @@ def valid_batch() -> dict[str, Any]:
         "target_logits": torch.zeros(3, VOCAB),
         "bonus_token_ids": torch.tensor([[0], [1]]),
         "sampling_metadata": SamplingMetadata(
-            temperature=torch.tensor([1.0, 0.5]), all_greedy=False, all_random=True,
-            top_k=torch.tensor([2, VOCAB]), top_p=torch.tensor([1.0, 0.5]),
+            temperature=torch.tensor([1.0, 0.5]),
+            all_greedy=False,
+            all_random=True,
+            top_k=torch.tensor([2, VOCAB]),
+            top_p=torch.tensor([1.0, 0.5]),
         ),
-    }  # fmt: skip
+    }
 
 
 def _meta(**changes: Any) -> Callable[[dict[str, Any]], None]:
@@ -81,7 +84,10 @@ FAULTS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "logits-3d": (_set("target_logits", torch.zeros(3, VOCAB, 1)), "target_logits must be"),
     "logits-rows": (_set("target_logits", torch.zeros(4, VOCAB)), r"target_logits must be .* \[3, V\]"),
     "draft-probs-float64": (_set("draft_probs", torch.full((3, VOCAB), 0.25, dtype=torch.float64)), "draft_probs must"),
-    "draft-probs-shape": (_set("draft_probs", torch.full((3, VOCAB + 1), 0.2)), r"draft_probs must be float32 \[3, 4\]"),
+    "draft-probs-shape": (
+        _set("draft_probs", torch.full((3, VOCAB + 1), 0.2)),
+        r"draft_probs must be float32 \[3, 4\]",
+    ),
     "cu-float": (_set("cu_num_draft_tokens", torch.tensor([2.0, 3.0])), "cu_num_draft_tokens must be int"),
     "cu-length": (_set("cu_num_draft_tokens", torch.tensor([2, 3, 3])), r"cu_num_draft_tokens must be int \[2\]"),
     "cu-values": (
@@ -95,7 +101,8 @@ FAULTS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "bonus-float": (_set("bonus_token_ids", torch.tensor([[0.0], [1.0]])), "bonus_token_ids must be int"),
     "no-temperature-not-greedy": (_meta(temperature=None, all_random=False), "temperature None means all greedy"),
     "no-temperature-all-random": (
-        _meta(temperature=None, all_greedy=True, all_random=True), "temperature None means all greedy"
+        _meta(temperature=None, all_greedy=True, all_random=True),
+        "temperature None means all greedy",
     ),
     "temperature-length": (_meta(temperature=torch.tensor([1.0])), r"temperature must be \[2\]"),
     "generator-past-the-batch": (_meta(generators={2: torch.Generator()}), r"generators for requests \[2\]"),
@@ -147,29 +154,38 @@ def test_the_boundaries_of_the_rules_pass() -> None:
     batch = valid_batch()
     batch["max_spec_len"] = INTENDED.max_spec_len_limit
     batch["sampling_metadata"] = replace(
-        batch["sampling_metadata"], top_k=torch.tensor([VOCAB, 1]), top_p=torch.tensor([1.0, 1.0]),
+        batch["sampling_metadata"],
+        top_k=torch.tensor([VOCAB, 1]),
+        top_p=torch.tensor([1.0, 1.0]),
         generators={1: torch.Generator().manual_seed(0)},
-    )  # fmt: skip
+    )
     out = rejection_sample(**batch)
     assert out.shape == (2, INTENDED.max_spec_len_limit + 1)
     with pytest.raises(SpecLengthError):
         rejection_sample(**batch | {"max_spec_len": INTENDED.max_spec_len_limit + 1})
-    greedy = valid_batch() | {"sampling_metadata": SamplingMetadata(temperature=None, all_greedy=True, all_random=False)}
+    greedy = valid_batch() | {
+        "sampling_metadata": SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
+    }
     assert rejection_sample(**greedy).shape == (2, 3)
 
 
 def _one_draft(logits: list[float], draft: int, draft_probs: list[float] | None) -> dict[str, Any]:
     return {
-        "draft_token_ids": torch.tensor([draft]), "num_draft_tokens": [1], "max_spec_len": 1,
+        "draft_token_ids": torch.tensor([draft]),
+        "num_draft_tokens": [1],
+        "max_spec_len": 1,
         "cu_num_draft_tokens": torch.tensor([1]),
         "draft_probs": None if draft_probs is None else torch.tensor([draft_probs]),
-        "target_logits": torch.tensor([logits]), "bonus_token_ids": torch.tensor([[9]]),
+        "target_logits": torch.tensor([logits]),
+        "bonus_token_ids": torch.tensor([[9]]),
         "sampling_metadata": SamplingMetadata(temperature=torch.tensor([1.0]), all_greedy=False, all_random=True),
-    }  # fmt: skip
+    }
 
 
 def _noise(uniform: float, exponentials: list[float]) -> RejectionNoise:
-    return RejectionNoise(uniforms=torch.tensor([uniform], dtype=torch.float64), exponentials=torch.tensor([exponentials]))
+    return RejectionNoise(
+        uniforms=torch.tensor([uniform], dtype=torch.float64), exponentials=torch.tensor([exponentials])
+    )
 
 
 SAMPLERS = {"vectorised": rejection_sample_with_noise, "loop": rejection_sample_loop}
@@ -232,11 +248,13 @@ def test_noise_supplied_to_an_all_greedy_batch_is_unused(sampler: str) -> None:
 def test_a_nan_in_a_greedy_row_of_a_mixed_batch_raises(sampler: str) -> None:
     batch = _one_draft([0.0, 1.0], 1, None)
     batch |= {
-        "draft_token_ids": torch.tensor([1, 1]), "num_draft_tokens": [1, 1],
-        "cu_num_draft_tokens": torch.tensor([1, 2]), "bonus_token_ids": torch.tensor([[9], [9]]),
+        "draft_token_ids": torch.tensor([1, 1]),
+        "num_draft_tokens": [1, 1],
+        "cu_num_draft_tokens": torch.tensor([1, 2]),
+        "bonus_token_ids": torch.tensor([[9], [9]]),
         "target_logits": torch.tensor([[0.0, 1.0], [math.nan, 1.0]]),
         "sampling_metadata": SamplingMetadata(temperature=torch.tensor([1.0, 0.0]), all_greedy=False, all_random=False),
-    }  # fmt: skip
+    }
     noise = RejectionNoise(uniforms=torch.tensor([0.5, 0.5], dtype=torch.float64), exponentials=torch.ones(2, 2))
     with pytest.raises(ValueError, match="NaN"):
         SAMPLERS[sampler](**batch, noise=noise)
@@ -250,7 +268,9 @@ def test_noise_of_the_wrong_shape_is_refused(sampler: str, uniforms: int, expone
     """T = 3 uniforms and a [B = 2, V = 4] block of exponentials fit; each other shape alone is refused."""
     batch = valid_batch()
     batch["sampling_metadata"] = replace(batch["sampling_metadata"], top_k=None, top_p=None)
-    noise = RejectionNoise(uniforms=torch.full((uniforms,), 0.5, dtype=torch.float64), exponentials=torch.ones(exponentials))
+    noise = RejectionNoise(
+        uniforms=torch.full((uniforms,), 0.5, dtype=torch.float64), exponentials=torch.ones(exponentials)
+    )
     with pytest.raises(ValueError, match="noise shapes"):
         SAMPLERS[sampler](**batch, noise=noise)
     fitting = RejectionNoise(uniforms=torch.full((3,), 0.5, dtype=torch.float64), exponentials=torch.ones(2, VOCAB))
@@ -262,9 +282,12 @@ def test_top_k_of_the_whole_vocabulary_with_top_p_of_one_keeps_every_token() -> 
     threshold at the smallest value, so no token is masked; p = 1 masks none either."""
     logits = torch.tensor([[0.5, -1.0, 2.0, 0.0, -3.0]])
     meta = SamplingMetadata(
-        temperature=torch.tensor([1.0]), all_greedy=False, all_random=True,
-        top_k=torch.tensor([5]), top_p=torch.tensor([1.0]),
-    )  # fmt: skip
+        temperature=torch.tensor([1.0]),
+        all_greedy=False,
+        all_random=True,
+        top_k=torch.tensor([5]),
+        top_p=torch.tensor([1.0]),
+    )
     probs = compute_target_probs(logits, torch.tensor([1]), meta)
     assert torch.equal(probs, logits.softmax(dim=-1))
     assert (probs > 0).all()
@@ -274,12 +297,17 @@ def test_top_k_of_no_rows_is_no_rows_even_for_one_token() -> None:
     assert apply_top_k(torch.zeros(0, 1), torch.zeros(0, dtype=torch.int64)).shape == (0, 1)
 
 
-def _probs(logits: list[list[float]], top_k: list[int] | None, top_p: list[float] | None, temperature: list[float]) -> Tensor:
+def _probs(
+    logits: list[list[float]], top_k: list[int] | None, top_p: list[float] | None, temperature: list[float]
+) -> Tensor:
     greedy = [t < 1e-5 for t in temperature]
     meta = SamplingMetadata(
-        temperature=torch.tensor(temperature), all_greedy=all(greedy), all_random=not any(greedy),
-        top_k=None if top_k is None else torch.tensor(top_k), top_p=None if top_p is None else torch.tensor(top_p),
-    )  # fmt: skip
+        temperature=torch.tensor(temperature),
+        all_greedy=all(greedy),
+        all_random=not any(greedy),
+        top_k=None if top_k is None else torch.tensor(top_k),
+        top_p=None if top_p is None else torch.tensor(top_p),
+    )
     return compute_target_probs(torch.tensor(logits), torch.arange(1, len(logits) + 1), meta)
 
 

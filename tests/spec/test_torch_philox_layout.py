@@ -13,9 +13,14 @@ H200 = (132, 2048)
 
 @pytest.mark.parametrize(
     ("start", "rows", "values", "end"),
-    [(0, 4, 128_256, 8), (40, 1024, 256 * 128_256, 168), (8, 4096, 256 * 128_256, 136), (0, 1, 32_000, 8),
-     (2**33, 7, 3000, 2**33 + 8)],
-)  # fmt: skip
+    [
+        (0, 4, 128_256, 8),
+        (40, 1024, 256 * 128_256, 168),
+        (8, 4096, 256 * 128_256, 136),
+        (0, 1, 32_000, 8),
+        (2**33, 7, 3000, 2**33 + 8),
+    ],
+)
 def test_offsets_torch_reached_on_an_h200(start: int, rows: int, values: int, end: int) -> None:
     uniforms = PhiloxDraw.on_grid(rows, 2, *H200)
     exponentials = PhiloxDraw.on_grid(values, 4, *H200)
@@ -34,8 +39,10 @@ def test_nothing_drawn_leaves_the_offset() -> None:
     assert PhiloxDraw.on_grid(0, 2, *H200).increment == 0
 
 
-@pytest.mark.parametrize(("numel", "unroll", "sms", "threads"), [(-1, 2, 132, 2048), (MAX_VALUES, 4, 132, 2048),
-                                                                 (10, 3, 132, 2048), (10, 4, 0, 2048), (10, 4, 1, 128)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("numel", "unroll", "sms", "threads"),
+    [(-1, 2, 132, 2048), (MAX_VALUES, 4, 132, 2048), (10, 3, 132, 2048), (10, 4, 0, 2048), (10, 4, 1, 128)],
+)
 def test_bad_layouts_raise(numel: int, unroll: int, sms: int, threads: int) -> None:
     with pytest.raises(ValueError, match="got"):
         PhiloxDraw.on_grid(numel, unroll, sms, threads)

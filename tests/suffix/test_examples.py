@@ -103,10 +103,36 @@ def test_accepted_token_kinds() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [[-(2**31)], [-(2**31) + 1], [2**31], [1.5], ["x"], [None], "ab", b"ab", 5, np.array([[1]]), np.array([1.0]),
-     np.array([4, -(2**31)], dtype=np.int32), np.array([4, 2**31], dtype=np.int64)],
-    ids=["min", "min+1", "2^31", "float", "str-el", "None", "str", "bytes", "int", "2d", "float-array",
-         "min-in-array", "2^31-in-array"],
+    [
+        [-(2**31)],
+        [-(2**31) + 1],
+        [2**31],
+        [1.5],
+        ["x"],
+        [None],
+        "ab",
+        b"ab",
+        5,
+        np.array([[1]]),
+        np.array([1.0]),
+        np.array([4, -(2**31)], dtype=np.int32),
+        np.array([4, 2**31], dtype=np.int64),
+    ],
+    ids=[
+        "min",
+        "min+1",
+        "2^31",
+        "float",
+        "str-el",
+        "None",
+        "str",
+        "bytes",
+        "int",
+        "2d",
+        "float-array",
+        "min-in-array",
+        "2^31-in-array",
+    ],
 )
 def test_bad_tokens_change_nothing(bad: object) -> None:
     """§2.2 / X2 / X5: rejected before any change, with a SuffixInputError."""
@@ -247,16 +273,24 @@ class TestCache:
 
 DEFAULTS = {  # upstream 0.3.0's defaults, which a drop-in keeps
     "__init__": {"max_tree_depth": 64, "max_cached_requests": -1},
-    "speculate": {"max_spec_tokens": None, "max_spec_factor": 1.0, "max_spec_offset": 0.0, "min_token_prob": 0.1,
-                  "use_tree_spec": False},
-}  # fmt: skip
+    "speculate": {
+        "max_spec_tokens": None,
+        "max_spec_factor": 1.0,
+        "max_spec_offset": 0.0,
+        "min_token_prob": 0.1,
+        "use_tree_spec": False,
+    },
+}
 
 
 @pytest.mark.parametrize("method", list(DEFAULTS))
 def test_cache_defaults_are_upstreams(method: str) -> None:
     """The keyword defaults of the cache's API, as values and as upstream declares them."""
-    ours = {n: p.default for n, p in inspect.signature(getattr(SuffixDecodingCache, method)).parameters.items()
-            if p.default is not inspect.Parameter.empty}  # fmt: skip
+    ours = {
+        n: p.default
+        for n, p in inspect.signature(getattr(SuffixDecodingCache, method)).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
     assert ours == DEFAULTS[method]
     if UpstreamSuffixDecodingCache is not None:
         theirs = inspect.signature(getattr(UpstreamSuffixDecodingCache, method)).parameters

@@ -56,8 +56,14 @@ def test_a_follower_keeps_its_owed_moves_when_its_child_merges_into_a_grandchild
 
 @pytest.mark.parametrize(
     ("a", "i", "b", "limit", "expected"),
-    [([1, 2, 3], 0, [1, 2, 3], 3, 3), ([1, 2, 3], 0, [1, 2, 4], 3, 2), ([5, 1, 2], 1, [1, 9], 1, 1),
-     ([1], 0, [2], 1, 0), ([1, 2], 0, [1, 2], 0, 0), ([1, 2], 0, [1, 2], -1, 0)],
-)  # fmt: skip
+    [
+        ([1, 2, 3], 0, [1, 2, 3], 3, 3),
+        ([1, 2, 3], 0, [1, 2, 4], 3, 2),
+        ([5, 1, 2], 1, [1, 9], 1, 1),
+        ([1], 0, [2], 1, 0),
+        ([1, 2], 0, [1, 2], 0, 0),
+        ([1, 2], 0, [1, 2], -1, 0),
+    ],
+)
 def test_common_prefix(a: list[int], i: int, b: list[int], limit: int, expected: int) -> None:
     assert _common_prefix(a, i, b, 0, limit) == expected

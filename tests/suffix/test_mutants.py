@@ -59,7 +59,14 @@ def test_differential_run_catches(mutant: type[SuffixTree]) -> None:
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.__name__)
 def test_state_machine_catches(mutant: type[SuffixTree]) -> None:
     impls = [*reference_trees(with_upstream=False), Implementation(name="mutant", make_tree=mutant)]
-    quick = settings(max_examples=300, stateful_step_count=40, derandomize=True, deadline=None, database=None,
-                     phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    quick = settings(
+        max_examples=300,
+        stateful_step_count=40,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     with pytest.raises(AssertionError, match="mutant"):
         run_state_machine_as_test(lambda: SuffixTreeMachine(impls), settings=quick)

@@ -27,9 +27,10 @@ def draft_selection() -> BatteryResult:
     """Intended rules pass every check; each seed bug replay fails a check named by it."""
     intended = [c for c in check_draft_selection() if not c.passed]
     uncaught = [
-        r.id for r in BUG_REPLAYS
+        r.id
+        for r in BUG_REPLAYS
         if r.must_fail and not any(not c.passed and r.id in c.replays for c in check_draft_selection(r.rules))
-    ]  # fmt: skip
+    ]
     problems = [f"intended fails {c.id}" for c in intended] + [f"{rid} not caught" for rid in uncaught]
     return BatteryResult(
         name="draft selection and bug replays (B1-B4, AI-16, AI-17)",
@@ -57,11 +58,15 @@ def draft_replays_in_runner() -> BatteryResult:
     first = {r.replay_id: r.first_difference.split(":")[0] for r in rules if r.differs and r.drafter == "hybrid"}
     return BatteryResult(
         name="draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
-        compared=len(results), outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
-        figures={"caught": f"{len(caught)}/{sum(r.must_fail for r in BUG_REPLAYS)}",
-                 "runner replays caught": f"{len({r.replay_id for r in stages if r.caught_by_rules})}/{len(RUNNER_REPLAYS)}",
-                 **{f"{rid} at": where for rid, where in first.items()}},
-    )  # fmt: skip
+        compared=len(results),
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems),
+        figures={
+            "caught": f"{len(caught)}/{sum(r.must_fail for r in BUG_REPLAYS)}",
+            "runner replays caught": f"{len({r.replay_id for r in stages if r.caught_by_rules})}/{len(RUNNER_REPLAYS)}",
+            **{f"{rid} at": where for rid, where in first.items()},
+        },
+    )
 
 
 def _draft_row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> DraftRow:
@@ -94,8 +99,12 @@ def suffix_runner_rules() -> BatteryResult:
     intended, buggy = SuffixDrafter.build(1024), SuffixDrafter.build(1024, rules=replay_by_id("B1").rules)
     if [intended.propose([r])[0] for r in rows] == [buggy.propose([r])[0] for r in rows]:
         problems.append("the #132 doubled-pattern fixture is not caught")
-    return BatteryResult(name="suffix-runner: cache rules, pattern, max_spec, #132 fixture", compared=6,
-                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems))  # fmt: skip
+    return BatteryResult(
+        name="suffix-runner: cache rules, pattern, max_spec, #132 fixture",
+        compared=6,
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems),
+    )
 
 
 def speculator_checks() -> BatteryResult:
@@ -104,8 +113,11 @@ def speculator_checks() -> BatteryResult:
     both n-gram rules against a brute-force matcher."""
     problems, compared = [], 0
     g = torch.Generator().manual_seed(0)
-    for config in (SpeculatorConfig(kind="mlp"), SpeculatorConfig(kind="mlp", tie_weights=True),
-                   SpeculatorConfig(kind="lstm", tie_weights=True)):  # fmt: skip
+    for config in (
+        SpeculatorConfig(kind="mlp"),
+        SpeculatorConfig(kind="mlp", tie_weights=True),
+        SpeculatorConfig(kind="lstm", tie_weights=True),
+    ):
         speculator = ArcticSpeculator(config, speculator_weights(config, 1))
         hidden = torch.randn(16, config.input_dim, dtype=torch.float64, generator=g)
         tokens = torch.randint(0, config.vocab_size, (16,), generator=g)
@@ -114,14 +126,22 @@ def speculator_checks() -> BatteryResult:
             problems.append(f"{config.kind} tied={config.tie_weights}: batched != literal")
     if select_hidden_rows(torch.zeros(8, 4), [3, 0, 2], [[1, 2], [3], [4, 5, 6]]) != [1, 4, 7]:
         problems.append("hidden-row example")
-    rows = [_draft_row("a", list(range(98)), 2, [7]), _draft_row("b", list(range(10)), 2, [8]),
-            _draft_row("c", list(range(12)), 2, [])]  # fmt: skip
+    rows = [
+        _draft_row("a", list(range(98)), 2, [7]),
+        _draft_row("b", list(range(10)), 2, [8]),
+        _draft_row("c", list(range(12)), 2, []),
+    ]
     hidden = torch.randn(3, 128, dtype=torch.float64, generator=g)
     speculator = speculator_for(128, 512, "mlp", 1, torch.float64)
     lengths = {
-        replay: [len(d) for d in SpeculatorDrafter(arctic_config(100), speculator, rules).propose_with_hidden(rows, hidden, [0, 0, 0])]
+        replay: [
+            len(d)
+            for d in SpeculatorDrafter(arctic_config(100), speculator, rules).propose_with_hidden(
+                rows, hidden, [0, 0, 0]
+            )
+        ]
         for replay, rules in (("intended", INTENDED_RULES), ("B3-runner", replay_by_id("B3-runner").rules))
-    }  # fmt: skip
+    }
     if lengths["intended"] != [1, 3, 0] or lengths["B3-runner"] == lengths["intended"]:
         problems.append(f"per-row cut or its batch-wide fixture: {lengths}")
     hybrid = arctic_config(1024, hybrid=True)
@@ -151,5 +171,9 @@ def speculator_checks() -> BatteryResult:
         problems.append(
             f"n-gram drafter row by row: {ngram_rows.detail or 'passes'}; its V-12 replay: {misplaced.detail or 'not caught'}"
         )
-    return BatteryResult(name="speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)", compared=compared,
-                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]))  # fmt: skip
+    return BatteryResult(
+        name="speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)",
+        compared=compared,
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems[:5]),
+    )

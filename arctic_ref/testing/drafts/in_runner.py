@@ -100,8 +100,9 @@ def trace_drafts(drafter: Drafter | HiddenStateDrafter, stages: RunnerStages = I
     scheduler = SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=16, max_model_len=MAX_MODEL_LEN)
     engine = EngineConfig(model=model, layout=ParallelLayout(1, 1, 1), scheduler=scheduler)
     solo = SoloComm(0)
-    runner = build_runner(engine, random_weights(model, 0), RankGroups(rank=0, tp=solo, sp=solo, shift=solo), drafter,
-                          stages=stages)  # fmt: skip
+    runner = build_runner(
+        engine, random_weights(model, 0), RankGroups(rank=0, tp=solo, sp=solo, shift=solo), drafter, stages=stages
+    )
     prompts = [*builtin_prompts(model.vocab_size), LATE_PROMPT]
     driver = RequestDriver.start(runner, scheduler, prompts, [SamplingParams(max_tokens=MAX_MODEL_LEN)] * len(prompts))
     steps = []
@@ -118,8 +119,12 @@ def trace_drafts(drafter: Drafter | HiddenStateDrafter, stages: RunnerStages = I
         if bad and not unsampled:
             unsampled = f"step {len(steps) - 1}, {bad[0][0]}: emitted nothing but got draft {list(bad[0][1])}"
     stats = drafter.stats if isinstance(drafter, SuffixDrafter | SpeculatorDrafter) else DraftStats()
-    return DraftTrace(drafts=tuple(steps), outputs=tuple(r.output_token_ids for r in driver.results()), stats=stats,
-                      unsampled_drafts=unsampled)  # fmt: skip
+    return DraftTrace(
+        drafts=tuple(steps),
+        outputs=tuple(r.output_token_ids for r in driver.results()),
+        stats=stats,
+        unsampled_drafts=unsampled,
+    )
 
 
 def first_difference(intended: DraftTrace, replayed: DraftTrace) -> str:

@@ -37,8 +37,11 @@ def check_ngram_rows(
         for r in range(rng.randint(2, 6)):
             tokens = [rng.randrange(3) for _ in range(rng.randint(1, max_model_len - 1))]
             sampled = tokens[-1:] if rng.random() < 0.65 else []
-            rows.append(DraftRow(req_id=f"r{r}", token_ids=tokens, num_prompt_tokens=len(tokens) - len(sampled),
-                                 sampled=sampled))  # fmt: skip
+            rows.append(
+                DraftRow(
+                    req_id=f"r{r}", token_ids=tokens, num_prompt_tokens=len(tokens) - len(sampled), sampled=sampled
+                )
+            )
         drafts = drafter.propose(rows)
         expected = [
             brute_force_ngram(row.token_ids, min(k, max_model_len - row.num_tokens), min_n, max_n, overlap=False)
@@ -48,10 +51,13 @@ def check_ngram_rows(
         ]
         if drafts != expected:
             at = next((i for i, (a, b) in enumerate(zip(drafts, expected, strict=False)) if a != b), len(expected))
-            return Verdict(passed=False, compared=f"n-gram drafts of {step + 1} seeded batches with the brute-force oracle",
-                           detail=f"step {step}, row {at} of {len(rows)} (sampled: {[bool(r.sampled) for r in rows]}): "
-                                  f"drafts {drafts} vs the oracle's {expected}",
-                           replay=f"check_ngram_rows(drafter, seed={seed}), step {step}")  # fmt: skip
+            return Verdict(
+                passed=False,
+                compared=f"n-gram drafts of {step + 1} seeded batches with the brute-force oracle",
+                detail=f"step {step}, row {at} of {len(rows)} (sampled: {[bool(r.sampled) for r in rows]}): "
+                f"drafts {drafts} vs the oracle's {expected}",
+                replay=f"check_ngram_rows(drafter, seed={seed}), step {step}",
+            )
     return Verdict(
         passed=True, compared=f"n-gram drafts of {steps} seeded batches with the brute-force oracle, row by row"
     )

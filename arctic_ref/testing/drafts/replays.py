@@ -33,8 +33,9 @@ def duplicated_pattern(row: DraftRow, config: DraftConfig) -> SuffixQuery | None
     if n >= config.max_model_len:
         return None
     budget = min(config.suffix_max_spec_tokens, MAX_SPEC_LEN, depth, config.max_model_len - n - 1)
-    return SuffixQuery(pattern=seq[max(0, n - depth) :], max_spec_tokens=budget,
-                       max_spec_offset=config.suffix_max_spec_offset)  # fmt: skip
+    return SuffixQuery(
+        pattern=seq[max(0, n - depth) :], max_spec_tokens=budget, max_spec_offset=config.suffix_max_spec_offset
+    )
 
 
 def wipe_out(drafter: ArcticProposer, rows: Sequence[DraftRow], budgets: Sequence[int]) -> list[list[int]]:
@@ -118,26 +119,53 @@ class BugReplay:
 
 
 BUG_REPLAYS: Final = (
-    BugReplay(id="B1", upstream="ArcticInference #132 (319edfc), fixed by #162 (e1d1ff2): pattern duplication",
-              rules=replace(INTENDED_RULES, suffix_query=duplicated_pattern)),
-    BugReplay(id="B2", upstream="ArcticInference #132: hybrid empty-row wipe-out (the runner's step-wide blanking)",
-              rules=replace(INTENDED_RULES, arctic_drafts=wipe_out)),
-    BugReplay(id="B3", upstream="ArcticInference #132: batch-global max_spec_tokens",
-              rules=replace(INTENDED_RULES, arctic_budgets=batch_global_budget)),
-    BugReplay(id="B3-runner", upstream="ArcticInference #132: batch-wide cut of the Arctic length (runner.md §2.4)",
-              rules=replace(INTENDED_RULES, arctic_budgets=batch_min_lengths)),
-    BugReplay(id="B4", upstream="ArcticInference #132, simplified by #195: min_score assigned twice (divergent copy)",
-              rules=replace(INTENDED_RULES, min_score=inverted_min_score)),
-    BugReplay(id="B4-literal", upstream="ArcticInference v0.0.9: the literal double assignment (inert)",
-              rules=replace(INTENDED_RULES, min_score=literal_double_assignment), must_fail=False),
-    BugReplay(id="AI-16", upstream="ArcticInference HEAD: the sync path feeds discarded partial-prefill samples "
-                                   "into the suffix cache",
-              rules=replace(INTENDED_RULES, suffix_feed=fed_with_discarded)),
-    BugReplay(id="AI-17", upstream="ArcticInference HEAD: suffix drafting ignores disable_by_batch_size",
-              rules=replace(INTENDED_RULES, batch_gate=suffix_ignores_gate)),
-    BugReplay(id="AI-17-rows", upstream="ArcticInference HEAD: scheduler and worker count different rows for the gate",
-              rules=replace(INTENDED_RULES, batch_gate=gate_counts_decoding_rows)),
-)  # fmt: skip
+    BugReplay(
+        id="B1",
+        upstream="ArcticInference #132 (319edfc), fixed by #162 (e1d1ff2): pattern duplication",
+        rules=replace(INTENDED_RULES, suffix_query=duplicated_pattern),
+    ),
+    BugReplay(
+        id="B2",
+        upstream="ArcticInference #132: hybrid empty-row wipe-out (the runner's step-wide blanking)",
+        rules=replace(INTENDED_RULES, arctic_drafts=wipe_out),
+    ),
+    BugReplay(
+        id="B3",
+        upstream="ArcticInference #132: batch-global max_spec_tokens",
+        rules=replace(INTENDED_RULES, arctic_budgets=batch_global_budget),
+    ),
+    BugReplay(
+        id="B3-runner",
+        upstream="ArcticInference #132: batch-wide cut of the Arctic length (runner.md §2.4)",
+        rules=replace(INTENDED_RULES, arctic_budgets=batch_min_lengths),
+    ),
+    BugReplay(
+        id="B4",
+        upstream="ArcticInference #132, simplified by #195: min_score assigned twice (divergent copy)",
+        rules=replace(INTENDED_RULES, min_score=inverted_min_score),
+    ),
+    BugReplay(
+        id="B4-literal",
+        upstream="ArcticInference v0.0.9: the literal double assignment (inert)",
+        rules=replace(INTENDED_RULES, min_score=literal_double_assignment),
+        must_fail=False,
+    ),
+    BugReplay(
+        id="AI-16",
+        upstream="ArcticInference HEAD: the sync path feeds discarded partial-prefill samples into the suffix cache",
+        rules=replace(INTENDED_RULES, suffix_feed=fed_with_discarded),
+    ),
+    BugReplay(
+        id="AI-17",
+        upstream="ArcticInference HEAD: suffix drafting ignores disable_by_batch_size",
+        rules=replace(INTENDED_RULES, batch_gate=suffix_ignores_gate),
+    ),
+    BugReplay(
+        id="AI-17-rows",
+        upstream="ArcticInference HEAD: scheduler and worker count different rows for the gate",
+        rules=replace(INTENDED_RULES, batch_gate=gate_counts_decoding_rows),
+    ),
+)
 
 
 def replay_by_id(replay_id: str) -> BugReplay:

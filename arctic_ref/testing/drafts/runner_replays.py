@@ -39,11 +39,17 @@ class RunnerReplay:
 
 
 RUNNER_REPLAYS: Final = (
-    RunnerReplay(id="V-11", upstream="vLLM: draft ids written at the wrong offset of the token buffer",
-                 stages=replace(INTENDED_STAGES, row_tokens=drafts_one_slot_early)),
-    RunnerReplay(id="V-14", upstream="vLLM: wrong valid mask with padded speculation and chunked prefill",
-                 stages=replace(INTENDED_STAGES, drafter_sample=discarded_counted_valid)),
-)  # fmt: skip
+    RunnerReplay(
+        id="V-11",
+        upstream="vLLM: draft ids written at the wrong offset of the token buffer",
+        stages=replace(INTENDED_STAGES, row_tokens=drafts_one_slot_early),
+    ),
+    RunnerReplay(
+        id="V-14",
+        upstream="vLLM: wrong valid mask with padded speculation and chunked prefill",
+        stages=replace(INTENDED_STAGES, drafter_sample=discarded_counted_valid),
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,9 +63,11 @@ Scenario = Callable[[DraftRules], tuple[bool, str]]
 
 def _row(req_id: str, tokens: list[int], sampled: int = 1, prompt: int | None = None) -> DraftRow:
     return DraftRow(
-        req_id=req_id, token_ids=tokens, num_prompt_tokens=len(tokens) - sampled if prompt is None else prompt,
+        req_id=req_id,
+        token_ids=tokens,
+        num_prompt_tokens=len(tokens) - sampled if prompt is None else prompt,
         sampled=tokens[len(tokens) - sampled :] if sampled else [],
-    )  # fmt: skip
+    )
 
 
 def _b1_pattern(rules: DraftRules) -> tuple[bool, str]:
@@ -181,8 +183,9 @@ def _u1_feed(rules: DraftRules) -> tuple[bool, str]:
     config = DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=4096)
     cache = SuffixDecodingCache(64)
     prefill = DraftRow(req_id="prefill", token_ids=[4, 5, 6, 7], num_prompt_tokens=4, sampled=[], discarded=[9])
-    propose_draft_token_ids([_row("a", [1, 2, 3]), prefill], config, suffix_cache=cache, arctic_drafter=None,
-                            rules=rules)  # fmt: skip
+    propose_draft_token_ids(
+        [_row("a", [1, 2, 3]), prefill], config, suffix_cache=cache, arctic_drafter=None, rules=rules
+    )
     active = list(cache.active_requests)
     return active == ["a"], f"active after a step with a partial prefill: {active} (its discarded sample is not fed)"
 
@@ -207,8 +210,13 @@ def _u2_stops_absent(rules: DraftRules) -> tuple[bool, str]:
     propose_draft_token_ids(
         [_row("a", [1, 2, 3]), _row("b", [4, 5])], config, suffix_cache=cache, arctic_drafter=None, rules=rules
     )
-    propose_draft_token_ids([_row("b", [4, 5, 6]), DraftRow(req_id="c", token_ids=[7], num_prompt_tokens=3, sampled=[])],
-                            config, suffix_cache=cache, arctic_drafter=None, rules=rules)  # fmt: skip
+    propose_draft_token_ids(
+        [_row("b", [4, 5, 6]), DraftRow(req_id="c", token_ids=[7], num_prompt_tokens=3, sampled=[])],
+        config,
+        suffix_cache=cache,
+        arctic_drafter=None,
+        rules=rules,
+    )
     return list(cache.active_requests) == ["b"], f"active after the second step: {list(cache.active_requests)}"
 
 

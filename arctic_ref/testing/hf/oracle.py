@@ -43,8 +43,13 @@ def compare_with_transformers(
     )
     records: list[SampleRecord] = []
     prompts = builtin_prompts(vocab)
-    results = run_requests(build_runner(engine, weights, RankGroups(rank=0, tp=solo, sp=solo, shift=solo)),
-                           engine.scheduler, prompts, [SamplingParams(max_tokens=max_tokens)] * len(prompts), records=records)  # fmt: skip
+    results = run_requests(
+        build_runner(engine, weights, RankGroups(rank=0, tp=solo, sp=solo, shift=solo)),
+        engine.scheduler,
+        prompts,
+        [SamplingParams(max_tokens=max_tokens)] * len(prompts),
+        records=records,
+    )
     with tempfile.TemporaryDirectory() as path:
         save_pretrained(Path(path), config, weights)
         hf = load_transformers_model(Path(path))

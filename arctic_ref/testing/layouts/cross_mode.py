@@ -33,8 +33,13 @@ class CrossModeRun:
 def run_cross_mode(layout: ParallelLayout, groups: RankGroups, kernels: Kernel = "reference") -> CrossModeRun:
     """The T3 schedule on this rank (shift enabled iff ``layout.sp > 1``)."""
     config = tiny_config()
-    engine = EngineConfig(model=config, layout=layout, shift_threshold=THRESHOLD if layout.sp > 1 else None,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64), kernels=kernels)  # fmt: skip
+    engine = EngineConfig(
+        model=config,
+        layout=layout,
+        shift_threshold=THRESHOLD if layout.sp > 1 else None,
+        scheduler=SchedulerConfig(max_num_batched_tokens=64),
+        kernels=kernels,
+    )
     runner = build_runner(engine, random_weights(config, 0), groups)
     records: list[SampleRecord] = []
     params = [SamplingParams(max_tokens=m) for m in MAX_TOKENS]
@@ -66,7 +71,10 @@ def check_cross_mode(info: RankInfo, kernels: Kernel) -> tuple[RankFigure, ...]:
     worst = max(float((r.logits - by_key[(r.prompt_index, r.num_tokens)].logits).abs().max()) for r in run.records)
     return (
         at_most("max_abs", worst, 1e-9),
-        holds("tokens_identical", [r.output_token_ids for r in run.results] == [r.output_token_ids for r in baseline.results]),
+        holds(
+            "tokens_identical",
+            [r.output_token_ids for r in run.results] == [r.output_token_ids for r in baseline.results],
+        ),
         holds("modes_as_specified", run.modes == EXPECTED_MODES, f"modes {[str(m) for m in run.modes]}"),
         holds("rows_compared", len(run.records) == len(baseline.records) == sum(MAX_TOKENS)),
     )

@@ -31,8 +31,12 @@ def check_exchanges(info: RankInfo) -> tuple[RankFigure, ...]:
     everything = sp.all_gather(x)  # [S·n, S·c], rank order = token order
     oracle = everything[:, sp.rank * c : (sp.rank + 1) * c]
     back = heads_to_seq(y, sp)
-    expected_rows = torch.cat([torch.randn(n, sp.size * c, dtype=torch.float64,
-                                           generator=torch.Generator().manual_seed(r)) for r in range(sp.size)])  # fmt: skip
+    expected_rows = torch.cat(
+        [
+            torch.randn(n, sp.size * c, dtype=torch.float64, generator=torch.Generator().manual_seed(r))
+            for r in range(sp.size)
+        ]
+    )
     return (
         holds("seq_to_heads_equals_oracle", torch.equal(y, oracle)),
         holds("round_trip_bitwise", torch.equal(back, x)),
@@ -43,13 +47,16 @@ def check_exchanges(info: RankInfo) -> tuple[RankFigure, ...]:
 def _kv_after_prefill(info: RankInfo, layout: ParallelLayout, groups: RankGroups, threshold: int) -> list[Tensor]:
     """Prefill a 13-token prompt with shift enabled at ``threshold``; K and V of its slots per layer."""
     model = tiny_config()
-    engine = EngineConfig(model=model, layout=layout, shift_threshold=threshold,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+    engine = EngineConfig(
+        model=model, layout=layout, shift_threshold=threshold, scheduler=SchedulerConfig(max_num_batched_tokens=64)
+    )
     runner = build_runner(engine, random_weights(model, 0), groups)
     run_requests(runner, engine.scheduler, [list(range(3, 16))], [SamplingParams(max_tokens=1)])
     slots = torch.tensor(runner.blocks.slots(request_id(0), range(13)))  # still allocated: no step followed
-    return [torch.cat([runner.cache.read(i, slots)[0], runner.cache.read(i, slots)[1]])
-            for i in range(model.num_hidden_layers)]  # fmt: skip
+    return [
+        torch.cat([runner.cache.read(i, slots)[0], runner.cache.read(i, slots)[1]])
+        for i in range(model.num_hidden_layers)
+    ]
 
 
 def check_kv_invariance(info: RankInfo, sizes: tuple[int, int]) -> tuple[RankFigure, ...]:
@@ -96,8 +103,9 @@ class RawGatherComm:
 
 def _first_logits(layout: ParallelLayout, groups: RankGroups, threshold: int | None) -> Tensor:
     model = tiny_config()
-    engine = EngineConfig(model=model, layout=layout, shift_threshold=threshold,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+    engine = EngineConfig(
+        model=model, layout=layout, shift_threshold=threshold, scheduler=SchedulerConfig(max_num_batched_tokens=64)
+    )
     runner = build_runner(engine, random_weights(model, 0), groups)
     records: list[SampleRecord] = []
     run_requests(runner, engine.scheduler, [list(range(1, 17))], [SamplingParams(max_tokens=1)], records=records)

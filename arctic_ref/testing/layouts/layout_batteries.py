@@ -50,17 +50,54 @@ def layout_tables() -> BatteryResult:
     if tuple(worked.shift_rank(g) for g in range(8)) != (0, 4, 1, 5, 2, 6, 3, 7):
         problems.append("S4xT2 shift ranks")
     messages: list[tuple[Callable[[], object], str]] = [
-        (lambda: ParallelLayout(6, 2, 2), "world_size(6) != tensor_parallel_size(2) * ulysses_sequence_parallel_size(2); pipeline parallelism is not supported"),
+        (
+            lambda: ParallelLayout(6, 2, 2),
+            "world_size(6) != tensor_parallel_size(2) * ulysses_sequence_parallel_size(2); pipeline parallelism is not supported",
+        ),
         (lambda: ParallelLayout(1, 0, 1), "tensor_parallel_size must be >= 1 (got 0)"),
-        (lambda: ParallelLayout(8, 2, 4).validate_model(num_attention_heads=12, num_key_value_heads=4, intermediate_size=8), "num_attention_heads(12) is not divisible by tp(2) * sp(4) = 8"),
-        (lambda: ParallelLayout(2, 2, 1).validate_model(num_attention_heads=8, num_key_value_heads=3, intermediate_size=8), "num_key_value_heads(3) and tensor_parallel_size(2): one must divide the other"),
-        (lambda: ParallelLayout(3, 1, 3).validate_model(num_attention_heads=6, num_key_value_heads=2, intermediate_size=9), "kv heads per tp rank(2) and ulysses_sequence_parallel_size(3): one must divide the other"),
-        (lambda: ParallelLayout(1, 1, 1).validate_model(num_attention_heads=8, num_key_value_heads=3, intermediate_size=8), "num_attention_heads(8) is not divisible by num_key_value_heads(3)"),
-        (lambda: ParallelLayout(8, 2, 4).validate_model(num_attention_heads=8, num_key_value_heads=8, intermediate_size=348, shift=True), "intermediate_size(348) is not divisible by 8 (tp * sp, shift enabled)"),
-        (lambda: ShiftPolicy(ParallelLayout(2, 2, 1), enabled=True), "shift parallelism requires ulysses_sequence_parallel_size > 1 (got 1)"),
-        (lambda: ParallelLayout(2, 1, 2, native_sequence_parallelism=True), "ulysses sequence parallelism (sp=2) cannot be combined with native sequence parallelism"),
-        (lambda: ShiftPolicy(ParallelLayout(2, 1, 2), enabled=True, threshold=-1), "shift_parallel_threshold must be >= 0 (got -1)"),
-    ]  # fmt: skip
+        (
+            lambda: ParallelLayout(8, 2, 4).validate_model(
+                num_attention_heads=12, num_key_value_heads=4, intermediate_size=8
+            ),
+            "num_attention_heads(12) is not divisible by tp(2) * sp(4) = 8",
+        ),
+        (
+            lambda: ParallelLayout(2, 2, 1).validate_model(
+                num_attention_heads=8, num_key_value_heads=3, intermediate_size=8
+            ),
+            "num_key_value_heads(3) and tensor_parallel_size(2): one must divide the other",
+        ),
+        (
+            lambda: ParallelLayout(3, 1, 3).validate_model(
+                num_attention_heads=6, num_key_value_heads=2, intermediate_size=9
+            ),
+            "kv heads per tp rank(2) and ulysses_sequence_parallel_size(3): one must divide the other",
+        ),
+        (
+            lambda: ParallelLayout(1, 1, 1).validate_model(
+                num_attention_heads=8, num_key_value_heads=3, intermediate_size=8
+            ),
+            "num_attention_heads(8) is not divisible by num_key_value_heads(3)",
+        ),
+        (
+            lambda: ParallelLayout(8, 2, 4).validate_model(
+                num_attention_heads=8, num_key_value_heads=8, intermediate_size=348, shift=True
+            ),
+            "intermediate_size(348) is not divisible by 8 (tp * sp, shift enabled)",
+        ),
+        (
+            lambda: ShiftPolicy(ParallelLayout(2, 2, 1), enabled=True),
+            "shift parallelism requires ulysses_sequence_parallel_size > 1 (got 1)",
+        ),
+        (
+            lambda: ParallelLayout(2, 1, 2, native_sequence_parallelism=True),
+            "ulysses sequence parallelism (sp=2) cannot be combined with native sequence parallelism",
+        ),
+        (
+            lambda: ShiftPolicy(ParallelLayout(2, 1, 2), enabled=True, threshold=-1),
+            "shift_parallel_threshold must be >= 0 (got -1)",
+        ),
+    ]
     for make, message in messages:
         try:
             make()
@@ -68,9 +105,13 @@ def layout_tables() -> BatteryResult:
         except ValueError as error:
             if str(error) != message:
                 problems.append(f"{error} != {message}")
-    return BatteryResult(name="layout: group tables S·T ≤ 16, messages V1-V10", compared=cases + len(messages),
-                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
-                         figures={"layouts": str(cases), "messages": str(len(messages))})  # fmt: skip
+    return BatteryResult(
+        name="layout: group tables S·T ≤ 16, messages V1-V10",
+        compared=cases + len(messages),
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems),
+        figures={"layouts": str(cases), "messages": str(len(messages))},
+    )
 
 
 def kv_heads_theorem() -> BatteryResult:
@@ -94,9 +135,13 @@ def kv_heads_theorem() -> BatteryResult:
                             kv_head_of_query(q, heads, kv) not in held for q in query_heads(layout, rank, heads)
                         ):
                             problems.append(f"H{heads} K{kv} S{p // tp} T{tp} rank {rank}")
-    return BatteryResult(name="heads: KV-cache invariance T1 (base vs shift)", compared=configs,
-                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]),
-                         figures={"configurations": str(configs)})  # fmt: skip
+    return BatteryResult(
+        name="heads: KV-cache invariance T1 (base vs shift)",
+        compared=configs,
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems[:5]),
+        figures={"configurations": str(configs)},
+    )
 
 
 def cudagraph_tables() -> BatteryResult:
@@ -122,9 +167,13 @@ def cudagraph_tables() -> BatteryResult:
         plan = plan_step(n, policy=policy, graphs=wide, groups=groups)
         if (plan.num_input_tokens, plan.graph_size) != (padded, graph):
             problems.append(f"n={n}: {plan.num_input_tokens}, {plan.graph_size}")
-    return BatteryResult(name="cudagraph: pad tables, capture plans, runtime examples", compared=513 + 5,
-                         outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems[:5]),
-                         figures={"sizes": str(len(sizes))})  # fmt: skip
+    return BatteryResult(
+        name="cudagraph: pad tables, capture plans, runtime examples",
+        compared=513 + 5,
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems[:5]),
+        figures={"sizes": str(len(sizes))},
+    )
 
 
 def padding_neutral() -> BatteryResult:
@@ -138,19 +187,32 @@ def padding_neutral() -> BatteryResult:
     prompts = builtin_prompts(model.vocab_size)
     outputs, rows = [], []
     for graphs in (False, True):
-        engine = EngineConfig(model=model, layout=ParallelLayout(1, 1, 1), cuda_graphs=graphs,
-                              scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+        engine = EngineConfig(
+            model=model,
+            layout=ParallelLayout(1, 1, 1),
+            cuda_graphs=graphs,
+            scheduler=SchedulerConfig(max_num_batched_tokens=64),
+        )
         records: list[SampleRecord] = []
-        results = run_requests(build_runner(engine, weights, groups, SuffixDrafter.build(1024)), engine.scheduler, prompts,
-                               [SamplingParams(max_tokens=16)] * len(prompts), records=records)  # fmt: skip
+        results = run_requests(
+            build_runner(engine, weights, groups, SuffixDrafter.build(1024)),
+            engine.scheduler,
+            prompts,
+            [SamplingParams(max_tokens=16)] * len(prompts),
+            records=records,
+        )
         outputs.append([r.output_token_ids for r in results])
         rows.append(records)
     worst = max(float((a.logits - b.logits).abs().max()) for a, b in zip(rows[0], rows[1], strict=True))
     finite = all(bool(r.logits.isfinite().all()) for r in rows[1])
     ok = outputs[0] == outputs[1] and worst <= 1e-12 and finite
-    return BatteryResult(name="padding: forced graph padding leaves real rows unchanged", compared=len(rows[1]),
-                         outcome=Outcome.PASS if ok else Outcome.FAIL, figures={"max |Δlogits|": f"{worst:.1e}"},
-                         detail="" if ok else f"tokens equal {outputs[0] == outputs[1]}, finite {finite}")  # fmt: skip
+    return BatteryResult(
+        name="padding: forced graph padding leaves real rows unchanged",
+        compared=len(rows[1]),
+        outcome=Outcome.PASS if ok else Outcome.FAIL,
+        figures={"max |Δlogits|": f"{worst:.1e}"},
+        detail="" if ok else f"tokens equal {outputs[0] == outputs[1]}, finite {finite}",
+    )
 
 
 def layout_conformance(progress: Progress) -> list[BatteryResult]:
@@ -180,23 +242,36 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     failed = [c for c in comparisons if c.failed]
     f64 = [c for c in comparisons if c.dtype == "float64"]
     layouts = BatteryResult(
-        name="layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed", compared=sum(c.compared_rows for c in comparisons),
+        name="layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed",
+        compared=sum(c.compared_rows for c in comparisons),
         outcome=Outcome.FAIL if failed else Outcome.PASS,
-        figures={"f64 max|Δ|": f"{max(c.max_abs for c in f64):.1e}",
-                 "diverged": str(sum(not c.identical_tokens for c in comparisons)),
-                 "min margin": f"{min(c.min_margin for c in f64):.1e}",
-                 **{f"{c.layout} {c.dtype} max|Δ|": f"{c.max_abs:.1e}" for c in comparisons if c.dtype != "float64"}},
+        figures={
+            "f64 max|Δ|": f"{max(c.max_abs for c in f64):.1e}",
+            "diverged": str(sum(not c.identical_tokens for c in comparisons)),
+            "min margin": f"{min(c.min_margin for c in f64):.1e}",
+            **{f"{c.layout} {c.dtype} max|Δ|": f"{c.max_abs:.1e}" for c in comparisons if c.dtype != "float64"},
+        },
         detail="; ".join(f"{c.layout} {c.dtype}: {c.first_divergence}" for c in failed),
         seconds=time.perf_counter() - began,
-    )  # fmt: skip
+    )
     counts = _collective_problems(outcomes)
-    collectives = BatteryResult(name="collectives: counts per step and mode", compared=4 + len(CHECK_PACKED),
-                                outcome=Outcome.FAIL if counts else Outcome.PASS, detail="; ".join(counts))  # fmt: skip
-    bad_checks = [f"{f.name} {f.value:g} (want {f.bound}){' ' + f.detail if f.detail else ''}" for f in checks if not f.passed]
+    collectives = BatteryResult(
+        name="collectives: counts per step and mode",
+        compared=4 + len(CHECK_PACKED),
+        outcome=Outcome.FAIL if counts else Outcome.PASS,
+        detail="; ".join(counts),
+    )
+    bad_checks = [
+        f"{f.name} {f.value:g} (want {f.bound}){' ' + f.detail if f.detail else ''}" for f in checks if not f.passed
+    ]
     raw = [f for f in checks if f.name.endswith("raw_vs_baseline_max_abs")]
-    exchanges = BatteryResult(name="exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)", compared=len(checks),
-                              outcome=Outcome.FAIL if bad_checks else Outcome.PASS, detail=", ".join(bad_checks),
-                              figures={"raw gather caught": str(bool(raw) and all(f.passed for f in raw))})  # fmt: skip
+    exchanges = BatteryResult(
+        name="exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)",
+        compared=len(checks),
+        outcome=Outcome.FAIL if bad_checks else Outcome.PASS,
+        detail=", ".join(bad_checks),
+        figures={"raw gather caught": str(bool(raw) and all(f.passed for f in raw))},
+    )
     lossless = _spec_lossless(outcomes, speculative)
     return [layouts, collectives, exchanges, lossless]
 
@@ -216,11 +291,15 @@ def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[
             accepted += sum(r.num_accepted_tokens for r in outcome.results)
             verify_steps += sum(r.num_verify_steps for r in outcome.results)
     return BatteryResult(
-        name="spec-lossless: 7 drafters on L0, L3, L6", compared=len(cases),
-        outcome=Outcome.FAIL if problems else Outcome.PASS, detail="; ".join(problems),
-        figures={"suffix acc": f"{accepted / drafts:.2f} ({accepted}/{drafts})" if drafts else "-",
-                 "mean emitted per verify step": f"{(accepted + verify_steps) / verify_steps:.2f}" if verify_steps else "-"},
-    )  # fmt: skip
+        name="spec-lossless: 7 drafters on L0, L3, L6",
+        compared=len(cases),
+        outcome=Outcome.FAIL if problems else Outcome.PASS,
+        detail="; ".join(problems),
+        figures={
+            "suffix acc": f"{accepted / drafts:.2f} ({accepted}/{drafts})" if drafts else "-",
+            "mean emitted per verify step": f"{(accepted + verify_steps) / verify_steps:.2f}" if verify_steps else "-",
+        },
+    )
 
 
 def _collective_problems(outcomes: dict[tuple[str, str], LayoutOutcome]) -> list[str]:
@@ -228,9 +307,14 @@ def _collective_problems(outcomes: dict[tuple[str, str], LayoutOutcome]) -> list
     expected = {
         "L1": {("all_reduce", "tp"): 1 + 2 * layers, ("all_gather", "tp"): 1},
         "L2": {("all_to_all", "sp"): 2 * layers, ("all_gather", "sp"): 1},
-        "L3": {("all_reduce", "tp"): 1 + 2 * layers, ("all_to_all", "sp"): 2 * layers, ("all_gather", "sp"): 1, ("all_gather", "tp"): 1},
+        "L3": {
+            ("all_reduce", "tp"): 1 + 2 * layers,
+            ("all_to_all", "sp"): 2 * layers,
+            ("all_gather", "sp"): 1,
+            ("all_gather", "tp"): 1,
+        },
         "L7": {("all_reduce", "shift"): 1 + 2 * layers, ("all_gather", "shift"): 1},
-    }  # fmt: skip
+    }
     problems = []
     for name, per_step in expected.items():
         outcome = outcomes[(name, "float64")]

@@ -142,19 +142,29 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
     groups = build_groups(layout, info.rank)
     log_groups, log = counting(groups)
     engine = EngineConfig(
-        model=model, layout=layout, dtype=DTYPES[case.dtype], shift_threshold=case.shift_threshold,
+        model=model,
+        layout=layout,
+        dtype=DTYPES[case.dtype],
+        shift_threshold=case.shift_threshold,
         scheduler=SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=case.budget, max_model_len=1024),
-        device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu", kernels=case.kernels,
-    )  # fmt: skip
+        device=f"cuda:{info.rank}" if case.device == "cuda" else "cpu",
+        kernels=case.kernels,
+    )
     exchange = load_exchange(case.exchange) if case.exchange else ULYSSES
     runner = build_runner(engine, random_weights(model, case.seed), log_groups, make_drafter(case, model), exchange)
     records: list[SampleRecord] = []
     prompts = builtin_prompts(model.vocab_size)
-    results = run_requests(runner, engine.scheduler, prompts, [SamplingParams(max_tokens=case.max_tokens)] * len(prompts),
-                           records=records)  # fmt: skip
+    results = run_requests(
+        runner, engine.scheduler, prompts, [SamplingParams(max_tokens=case.max_tokens)] * len(prompts), records=records
+    )
     collectives = Counter((call.op, call.group) for call in log)
-    return LayoutOutcome(case=case, results=tuple(results), records=tuple(records),
-                         modes=Counter(r.mode for r in records), collectives=collectives)  # fmt: skip
+    return LayoutOutcome(
+        case=case,
+        results=tuple(results),
+        records=tuple(records),
+        modes=Counter(r.mode for r in records),
+        collectives=collectives,
+    )
 
 
 def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateDrafter:
@@ -166,7 +176,9 @@ def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateD
         return NgramDrafter(max_len, 3, min_n=1, max_n=4)
     if case.drafter == "oracle":
         prompts = (tuple(p) for p in builtin_prompts(model.vocab_size))
-        return OracleDrafter(dict(zip(prompts, case.reference, strict=True)), case.oracle_correct, model.vocab_size, max_len)
+        return OracleDrafter(
+            dict(zip(prompts, case.reference, strict=True)), case.oracle_correct, model.vocab_size, max_len
+        )
     if case.drafter == "junk":
         return JunkDrafter(model.vocab_size, max_len, k=4, seed=case.seed)
     if case.drafter in ("arctic-mlp", "arctic-lstm", "hybrid"):
@@ -235,19 +247,29 @@ def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
         deltas.append(delta)
         if token_index == diverged_at.get(record.prompt_index):
             ours, theirs = base_out[record.prompt_index], other_out[record.prompt_index]
-            first = (f"prompt {record.prompt_index} token {token_index} step {record.step} mode {record.mode}: "
-                     f"L0 {ours[token_index] if token_index < len(ours) else None} vs "
-                     f"{theirs[token_index] if token_index < len(theirs) else None}, "
-                     f"L0 margin {margin:.3g}, max|Δ| {float(delta.max()):.3g}")  # fmt: skip
+            first = (
+                f"prompt {record.prompt_index} token {token_index} step {record.step} mode {record.mode}: "
+                f"L0 {ours[token_index] if token_index < len(ours) else None} vs "
+                f"{theirs[token_index] if token_index < len(theirs) else None}, "
+                f"L0 margin {margin:.3g}, max|Δ| {float(delta.max()):.3g}"
+            )
             failed |= margin > 2 * max_tol
     stacked = torch.cat([d.flatten() for d in deltas]) if deltas else torch.zeros(1)
     max_abs, mean_abs = float(stacked.max()), float(stacked.mean())
     failed |= max_abs > max_tol or (mean_tol is not None and mean_abs > mean_tol)
     if dtype == "float64":
         failed |= bool(diverged_at)
-    return Comparison(layout=other.case.label, dtype=dtype, max_abs=max_abs, mean_abs=mean_abs,
-                      compared_rows=len(deltas), identical_tokens=not diverged_at, first_divergence=first,
-                      min_margin=min(margins) if margins else float("nan"), failed=failed)  # fmt: skip
+    return Comparison(
+        layout=other.case.label,
+        dtype=dtype,
+        max_abs=max_abs,
+        mean_abs=mean_abs,
+        compared_rows=len(deltas),
+        identical_tokens=not diverged_at,
+        first_divergence=first,
+        min_margin=min(margins) if margins else float("nan"),
+        failed=failed,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,8 +288,10 @@ def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | N
     size, as ``arctic-ref check`` runs it."""
     layouts = [run_case(info, case) for case in cases]
     world = info.world_size
-    checks = (*prefixed("exchanges", check_exchanges(info)),
-              *prefixed(f"volumes.S2xT{world // 2}", check_volumes(info, (2, world // 2))))  # fmt: skip
+    checks = (
+        *prefixed("exchanges", check_exchanges(info)),
+        *prefixed(f"volumes.S2xT{world // 2}", check_volumes(info, (2, world // 2))),
+    )
     if world == 4:
         for kernels in ("reference", "packed"):
             checks += prefixed(f"cross-mode-T3.{kernels}", check_cross_mode(info, kernels))

@@ -36,9 +36,13 @@ def capture_every_size(info: RankInfo, replay_ai14: bool) -> dict[str, int] | No
     layout = ParallelLayout(info.world_size, 1, info.world_size)
     groups = build_groups(layout, info.rank)
     engine = EngineConfig(
-        model=tiny_config(), layout=layout, shift_threshold=SHIFT_THRESHOLD, device=f"cuda:{info.rank}",
-        cuda_graphs=True, scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=512),
-    )  # fmt: skip
+        model=tiny_config(),
+        layout=layout,
+        shift_threshold=SHIFT_THRESHOLD,
+        device=f"cuda:{info.rank}",
+        cuda_graphs=True,
+        scheduler=SchedulerConfig(max_num_batched_tokens=64, max_model_len=512),
+    )
     runner = build_runner(engine, random_weights(engine.model, 0), groups)
     if replay_ai14:
         runner = RemovedShiftCapture(**{f.name: getattr(runner, f.name) for f in dataclasses.fields(runner)})

@@ -9,9 +9,13 @@ from arctic_ref.model.llama import ForwardInputs
 
 
 def mixed_step(
-    counts: list[int], history: dict[int, int], vocab: int, g: torch.Generator, pad: int,
+    counts: list[int],
+    history: dict[int, int],
+    vocab: int,
+    g: torch.Generator,
+    pad: int,
     device: torch.device | str = "cpu",
-) -> ForwardInputs:  # fmt: skip
+) -> ForwardInputs:
     """Rows for requests 0, 1, … (``counts[i]`` new tokens of request i after its ``history[i]``
     earlier ones; request i owns blocks 1 + 4i …, so at most 64 tokens each), then ``pad`` pad rows
     (id 0, position 0, slot −1). Random ids from ``g``; ``history`` is advanced."""
@@ -28,6 +32,7 @@ def mixed_step(
         input_ids=torch.tensor(ids + [0] * pad, device=device),
         positions=torch.tensor(positions + [0] * pad, device=device),
         slot_mapping=torch.tensor(slots + [-1] * pad, device=device),
-        attention=AttentionMetadata(query_start_loc=tuple(starts), seq_lens=tuple(history.values()),
-                                    context_slots=tuple(contexts)),
-    )  # fmt: skip
+        attention=AttentionMetadata(
+            query_start_loc=tuple(starts), seq_lens=tuple(history.values()), context_slots=tuple(contexts)
+        ),
+    )

@@ -36,11 +36,13 @@ def check_volumes(info: RankInfo, sizes: tuple[int, int]) -> tuple[RankFigure, .
     layout = ParallelLayout(info.world_size, tp, sp)
     groups, log = counting(build_groups(layout, info.rank))
     config = tiny_config()
-    engine = EngineConfig(model=config, layout=layout, shift_threshold=8,
-                          scheduler=SchedulerConfig(max_num_batched_tokens=64))  # fmt: skip
+    engine = EngineConfig(
+        model=config, layout=layout, shift_threshold=8, scheduler=SchedulerConfig(max_num_batched_tokens=64)
+    )
     runner = build_runner(engine, random_weights(config, 0), groups)
-    driver = RequestDriver.start(runner, engine.scheduler, [list(range(3, 16)), list(range(20, 25))],
-                                 [SamplingParams(max_tokens=3)] * 2)  # fmt: skip
+    driver = RequestDriver.start(
+        runner, engine.scheduler, [list(range(3, 16)), list(range(20, 25))], [SamplingParams(max_tokens=3)] * 2
+    )
     volumes_equal, bytes_equal, modes = True, True, set()
     with CommDebugMode() as debug:  # type: ignore[no-untyped-call]
         while True:
@@ -50,8 +52,13 @@ def check_volumes(info: RankInfo, sizes: tuple[int, int]) -> tuple[RankFigure, .
             out = driver.last
             assert out is not None
             elements, sent = _by_key(log[before:])
-            expected = comm_volume(layout, config, num_tokens=out.stats.num_input_tokens,
-                                   num_logits=out.sample_logits.shape[0], mode=out.stats.mode)  # fmt: skip
+            expected = comm_volume(
+                layout,
+                config,
+                num_tokens=out.stats.num_input_tokens,
+                num_logits=out.sample_logits.shape[0],
+                mode=out.stats.mode,
+            )
             volumes_equal &= elements == expected
             bytes_equal &= sent == Counter({k: v * 8 for k, v in expected.items()})  # float64
             modes.add(out.stats.mode)

@@ -143,8 +143,16 @@ class _Tally:
         for check in ids:
             if check in self.failures:
                 count, first = self.failures[check]
-                out.append(CheckResult(id=check, kind="exact", status=Status.FAIL, statistic=float(count),
-                                       detail=f"{count} of {self.runs[check]} failed", counterexample=first))  # fmt: skip
+                out.append(
+                    CheckResult(
+                        id=check,
+                        kind="exact",
+                        status=Status.FAIL,
+                        statistic=float(count),
+                        detail=f"{count} of {self.runs[check]} failed",
+                        counterexample=first,
+                    )
+                )
             elif check in self.skips:
                 out.append(CheckResult(id=check, kind="exact", status=Status.SKIP, detail=self.skips[check]))
             else:
@@ -155,8 +163,10 @@ class _Tally:
 
 
 def _describe(case: RejectionCase) -> str:
-    return (f"n={case.num_draft_tokens} V={case.vocab} greedy={case.greedy} top_k={case.sampling_metadata.top_k} "
-            f"top_p={case.sampling_metadata.top_p} draft_probs={'yes' if case.draft_probs is not None else 'no'}")  # fmt: skip
+    return (
+        f"n={case.num_draft_tokens} V={case.vocab} greedy={case.greedy} top_k={case.sampling_metadata.top_k} "
+        f"top_p={case.sampling_metadata.top_p} draft_probs={'yes' if case.draft_probs is not None else 'no'}"
+    )
 
 
 def _describer(case: RejectionCase) -> Callable[[], str]:
@@ -186,16 +196,49 @@ def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckRe
         tally.record("RNG-ORDER", rng_problem)
     if candidate.injector is not None:
         tally.skip("RNG-ORDER", "noise is injected (route A)")
-    scenarios = {"E5": _e5_greedy, "E6": _e6_zero_probability, "E9": _e9_one_hot, "E10": _e10_permutation,
-                 "E11": _e11_generators, "E12": _e12_identity, "E13": _e13_seeded_isolation, "E15": _e15_errors,
-                 "E16": _e16_greedy_threshold, "E17": _e17_masks, "E18": _e18_parse, "E20": _e20_generation}  # fmt: skip
+    scenarios = {
+        "E5": _e5_greedy,
+        "E6": _e6_zero_probability,
+        "E9": _e9_one_hot,
+        "E10": _e10_permutation,
+        "E11": _e11_generators,
+        "E12": _e12_identity,
+        "E13": _e13_seeded_isolation,
+        "E15": _e15_errors,
+        "E16": _e16_greedy_threshold,
+        "E17": _e17_masks,
+        "E18": _e18_parse,
+        "E20": _e20_generation,
+    }
     for check_id, scenario in scenarios.items():
         try:
             scenario(candidate, tally, rng, cases // 10)
         except Exception as error:  # the candidate crashed on valid input: that check fails
             tally.record(check_id, f"raised {type(error).__name__}: {error}")
-    return tally.results(["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9", "E10", "E11", "E12", "E13", "E14",
-                          "E15", "E16", "E17", "E18", "E20", "RNG-ORDER"])  # fmt: skip
+    return tally.results(
+        [
+            "E1",
+            "E2",
+            "E3",
+            "E4",
+            "E5",
+            "E6",
+            "E7",
+            "E8",
+            "E9",
+            "E10",
+            "E11",
+            "E12",
+            "E13",
+            "E14",
+            "E15",
+            "E16",
+            "E17",
+            "E18",
+            "E20",
+            "RNG-ORDER",
+        ]
+    )
 
 
 def _greedy_rows(case: RejectionCase, out: Tensor) -> list[list[int]]:
@@ -220,8 +263,15 @@ def _e5_greedy(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         t.record("E5", "" if ok else f"greedy rows {_greedy_rows(case, first)} vs {_greedy_rows(case, expected)}")
 
 
-def _single(logits: list[float], draft: int, *, top_k: int | None = None, greedy_temperature: float = 0.0,
-            temperature: float | None = 1.0, draft_probs: list[float] | None = None) -> RejectionCase:  # fmt: skip
+def _single(
+    logits: list[float],
+    draft: int,
+    *,
+    top_k: int | None = None,
+    greedy_temperature: float = 0.0,
+    temperature: float | None = 1.0,
+    draft_probs: list[float] | None = None,
+) -> RejectionCase:
     return RejectionCase(
         draft_token_ids=torch.tensor([draft]),
         num_draft_tokens=[1],
@@ -366,8 +416,12 @@ def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -
         together, _ = c.call(case)
         solo, _ = c.call(alone)
         width = case.max_spec_len + 1
-        t.record("E13", "" if together[i, :width].tolist() == solo[0, :width].tolist() else
-                 f"request {i}: {together[i].tolist()} in the batch, {solo[0].tolist()} alone")  # fmt: skip
+        t.record(
+            "E13",
+            ""
+            if together[i, :width].tolist() == solo[0, :width].tolist()
+            else f"request {i}: {together[i].tolist()} in the batch, {solo[0].tolist()} alone",
+        )
 
 
 def _with_nan_in_a_random_row(case: RejectionCase) -> Tensor:

@@ -77,10 +77,19 @@ def check_rejection_sampler(
 
 class SampleWithNoiseFn(Protocol):
     def __call__(
-        self, draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-        draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-        noise: RejectionNoise | None, *, profile: SamplerProfile = INTENDED,
-    ) -> Tensor: ...  # fmt: skip
+        self,
+        draft_token_ids: Tensor,
+        num_draft_tokens: list[int],
+        max_spec_len: int,
+        cu_num_draft_tokens: Tensor,
+        draft_probs: Tensor | None,
+        target_logits: Tensor,
+        bonus_token_ids: Tensor,
+        sampling_metadata: SamplingMetadata,
+        noise: RejectionNoise | None,
+        *,
+        profile: SamplerProfile = INTENDED,
+    ) -> Tensor: ...
 
 
 @dataclass(slots=True)
@@ -114,9 +123,17 @@ class Injectable:
                 device=target_logits.device,
             )
         return self.fn(
-            draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-            bonus_token_ids, sampling_metadata, noise, profile=self.profile,
-        )  # fmt: skip
+            draft_token_ids,
+            num_draft_tokens,
+            max_spec_len,
+            cu_num_draft_tokens,
+            draft_probs,
+            target_logits,
+            bonus_token_ids,
+            sampling_metadata,
+            noise,
+            profile=self.profile,
+        )
 
     @contextmanager
     def inject(self, noise: RejectionNoise) -> Iterator[None]:

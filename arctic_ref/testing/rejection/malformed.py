@@ -14,7 +14,7 @@ class MalformedOutput(ValueError):
 
 
 def malformed_output(out: object, num_draft_tokens: Sequence[int], vocab: int) -> str:
-    """"" when ``out`` is an int32 tensor ``[B, max(n)+1]`` (or wider) whose every row emits 1..nᵢ + 1
+    """The empty string when ``out`` is an int32 tensor ``[B, max(n)+1]`` (or wider) whose every row emits 1..nᵢ + 1
     ids in [0, V) followed only by −1 padding; else the first problem found."""
     if not isinstance(out, Tensor):
         return f"output is a {type(out).__name__}, not a tensor"

@@ -25,9 +25,16 @@ Mutation = Literal[
     "noise_row_per_position",
 ]
 MUTATIONS: Final[tuple[Mutation, ...]] = (
-    "float32_u_without_guard", "draft_not_zeroed_in_residual", "greedy_only_at_minus_one", "one_uniform_per_request",
-    "recover_from_p", "bonus_at_max_spec_len", "top_k_drops_ties", "temperature_after_top_p", "noise_row_per_position",
-)  # fmt: skip
+    "float32_u_without_guard",
+    "draft_not_zeroed_in_residual",
+    "greedy_only_at_minus_one",
+    "one_uniform_per_request",
+    "recover_from_p",
+    "bonus_at_max_spec_len",
+    "top_k_drops_ties",
+    "temperature_after_top_p",
+    "noise_row_per_position",
+)
 
 
 def _mutant_probs(logits: Tensor, cu: Tensor, meta: SamplingMetadata, mutation: Mutation, greedy: Tensor) -> Tensor:
@@ -73,8 +80,17 @@ class MutantLoop:
         profile: SamplerProfile = INTENDED,
     ) -> Tensor:
         m = self.mutation
-        validate_inputs(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs,
-                        target_logits, bonus_token_ids, sampling_metadata, profile)  # fmt: skip
+        validate_inputs(
+            draft_token_ids,
+            num_draft_tokens,
+            max_spec_len,
+            cu_num_draft_tokens,
+            draft_probs,
+            target_logits,
+            bonus_token_ids,
+            sampling_metadata,
+            profile,
+        )
         num_reqs = len(num_draft_tokens)
         meta = sampling_metadata
         if meta.temperature is None:

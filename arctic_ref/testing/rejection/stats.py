@@ -87,10 +87,12 @@ def _sampled(q: Tensor) -> Callable[[int, torch.Generator], tuple[Tensor, Tensor
 def _probs(config: Config) -> Tensor:
     k = config.logits.shape[0]
     meta = SamplingMetadata(
-        temperature=torch.full((k,), config.temperature), all_greedy=False, all_random=True,
+        temperature=torch.full((k,), config.temperature),
+        all_greedy=False,
+        all_random=True,
         top_k=None if config.top_k is None else torch.full((k,), config.top_k),
         top_p=None if config.top_p is None else torch.full((k,), config.top_p),
-    )  # fmt: skip
+    )
     return compute_target_probs(config.logits, torch.arange(1, k + 1), meta)
 
 
@@ -157,16 +159,24 @@ def _run_config(
             for i in range(3, reqs, 4):  # seeded fillers
                 generators[i] = torch.Generator().manual_seed(i)
         meta = SamplingMetadata(
-            temperature=temps, all_greedy=False, all_random=not mixed,
+            temperature=temps,
+            all_greedy=False,
+            all_random=not mixed,
             top_k=None if config.top_k is None else torch.full((reqs,), config.top_k),
             top_p=None if config.top_p is None else torch.full((reqs,), config.top_p),
             generators=generators,
-        )  # fmt: skip
+        )
         draft_probs = None if q is None else q.unsqueeze(0).expand(reqs, -1, -1).reshape(-1, VOCAB).contiguous()
         out = sampler(
-            all_drafts.reshape(-1), [k] * reqs, k, torch.arange(1, reqs + 1) * k, draft_probs, rows_logits,
-            torch.full((reqs, 1), VOCAB - 1), meta,
-        )  # fmt: skip
+            all_drafts.reshape(-1),
+            [k] * reqs,
+            k,
+            torch.arange(1, reqs + 1) * k,
+            draft_probs,
+            rows_logits,
+            torch.full((reqs, 1), VOCAB - 1),
+            meta,
+        )
         out = require_well_formed(out, [k] * reqs, VOCAB)
         keep = slice(None) if not mixed else slice(0, None, 2)
         outs.append(out[keep].to(torch.int64).cpu())
@@ -233,8 +243,10 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
         for j in range(k):
             stopped = reaching & (outputs[:, j] == -1)
             if bool(stopped.any()):  # a row that accepted draft j-1 must emit a token at j
-                band_failures.append(f"{label} position {j}: {int(stopped.sum())} rows stop after an accepted draft "
-                                     "(their last token equals their draft: a rejected draft re-emitted?)")  # fmt: skip
+                band_failures.append(
+                    f"{label} position {j}: {int(stopped.sum())} rows stop after an accepted draft "
+                    "(their last token equals their draft: a rejected draft re-emitted?)"
+                )
                 reaching = reaching & ~stopped
             n_j = int(reaching.sum())
             column = outputs[reaching, j]
@@ -305,15 +317,26 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
             continue
         (statistic, df, p_value), lab = worst
         failed = p_value < alpha
-        results.append(CheckResult(
-            id=check, kind="statistical", status=Status.FAIL if failed else Status.PASS, statistic=statistic,
-            p_value=p_value, threshold=alpha,
-            detail=f"{len(mine)} chi-square tests, m={tests} in the battery, worst: {lab} (df {df})",
-        ))  # fmt: skip
-    results.append(CheckResult(
-        id="S2", kind="statistical", status=Status.FAIL if band_failures else Status.PASS,
-        detail="; ".join(band_failures[:3]) or "acceptance inside the 5-sigma band at every position; mean length matches",
-    ))  # fmt: skip
+        results.append(
+            CheckResult(
+                id=check,
+                kind="statistical",
+                status=Status.FAIL if failed else Status.PASS,
+                statistic=statistic,
+                p_value=p_value,
+                threshold=alpha,
+                detail=f"{len(mine)} chi-square tests, m={tests} in the battery, worst: {lab} (df {df})",
+            )
+        )
+    results.append(
+        CheckResult(
+            id="S2",
+            kind="statistical",
+            status=Status.FAIL if band_failures else Status.PASS,
+            detail="; ".join(band_failures[:3])
+            or "acceptance inside the 5-sigma band at every position; mean length matches",
+        )
+    )
     if shortfalls:
         results.append(
             CheckResult(id="S-DESIGN", kind="statistical", status=Status.FAIL, detail="; ".join(shortfalls[:3]))

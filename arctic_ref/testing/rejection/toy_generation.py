@@ -237,9 +237,12 @@ def exact_sequence_distribution(table: Tensor, prompt: list[int], length: int, t
     """P(x₁..x_length | prompt) for every sequence, flattened in base-V order."""
     vocab = table.shape[1]
     meta = SamplingMetadata(
-        temperature=torch.ones(vocab), all_greedy=False, all_random=True,
-        top_k=None if top_k is None else torch.full((vocab,), top_k), top_p=None,
-    )  # fmt: skip
+        temperature=torch.ones(vocab),
+        all_greedy=False,
+        all_random=True,
+        top_k=None if top_k is None else torch.full((vocab,), top_k),
+        top_p=None,
+    )
     step = compute_target_probs(table.to(torch.float32), torch.arange(1, vocab + 1), meta).to(
         torch.float64
     )  # [prev, next]

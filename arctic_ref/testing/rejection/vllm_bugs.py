@@ -22,84 +22,153 @@ SamplerFn = Callable[..., Tensor]
 
 
 def greedy_rows_divided_by_minus_one(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     """V-4: greedy rows of a mixed batch keep their sentinel τ = −1 and are divided by it, so −inf
     becomes +inf and the order of the row flips (its argmax is taken of x / −1)."""
     meta = sampling_metadata
     if meta.temperature is None or meta.all_greedy or meta.all_random:
         return rejection_sample(
-            draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-            bonus_token_ids, meta,
-        )  # fmt: skip
+            draft_token_ids,
+            num_draft_tokens,
+            max_spec_len,
+            cu_num_draft_tokens,
+            draft_probs,
+            target_logits,
+            bonus_token_ids,
+            meta,
+        )
     greedy = (meta.temperature.to(torch.float32) < GREEDY_EPS)[
         request_of_rows(cu_num_draft_tokens, target_logits.shape[0])
     ]
     flipped = torch.where(greedy.unsqueeze(1), target_logits / -1.0, target_logits)
     return rejection_sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, flipped,
-        bonus_token_ids, meta,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        flipped,
+        bonus_token_ids,
+        meta,
+    )
 
 
 def nan_rows_emit_out_of_vocab(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     """V-5: NaN target probabilities do not raise; the recovered id of such a request is V (out of
     the vocabulary, so ``parse_output`` drops it and the row emits nothing)."""
     nan_rows = torch.isnan(target_logits).any(dim=1)
     clean = torch.where(nan_rows.unsqueeze(1), 0.0, target_logits)
     out = rejection_sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, clean, bonus_token_ids,
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        clean,
+        bonus_token_ids,
         sampling_metadata,
-    )  # fmt: skip
-    requests = torch.tensor(sorted(set(request_of_rows(cu_num_draft_tokens, target_logits.shape[0])[nan_rows].tolist())),
-                            dtype=torch.int64, device=out.device)  # fmt: skip
+    )
+    requests = torch.tensor(
+        sorted(set(request_of_rows(cu_num_draft_tokens, target_logits.shape[0])[nan_rows].tolist())),
+        dtype=torch.int64,
+        device=out.device,
+    )
     out[requests] = PLACEHOLDER_TOKEN_ID
     out[requests, 0] = target_logits.shape[1]
     return out
 
 
 def placeholder_drafts_clamped(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     """V-7: placeholder (−1) and other out-of-range draft ids are indexed without a check (here:
     wrapped into the vocabulary, as a gather with a negative index does), never refused."""
     wrapped = draft_token_ids.remainder(target_logits.shape[1])
     return rejection_sample(
-        wrapped, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits, bonus_token_ids,
+        wrapped,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
         sampling_metadata,
-    )  # fmt: skip
+    )
 
 
 def draft_probs_dropped(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     """V-8: ``draft_probs=None`` passed for a draft-model method: acceptance min(1, p(d)) instead of
     min(1, p(d)/q(d)), and recovery from p with d zeroed instead of (p − q)⁺."""
     return rejection_sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, None, target_logits, bonus_token_ids,
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        None,
+        target_logits,
+        bonus_token_ids,
         sampling_metadata,
-    )  # fmt: skip
+    )
 
 
 def top_k_max_of_nothing(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     """V-10: top-k set without top-p in a batch where no request has drafts: ``k.max()`` over the
     empty tensor of draft rows' k raises (found by this project)."""
     meta = sampling_metadata
     if meta.top_k is not None and meta.top_p is None and sum(num_draft_tokens) == 0:
         meta.top_k[request_of_rows(cu_num_draft_tokens, 0)].max()  # raises RuntimeError on the empty tensor
     return rejection_sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, meta,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        meta,
+    )
 
 
 TILE = 16
@@ -108,17 +177,29 @@ have a partial tail tile."""
 
 
 def tail_tile_out_of_vocab(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     """V-6: the tiled recovered kernel returns an id past the vocabulary when its tail tile's in-vocab
     residual is all zero (the tile's padding slots win). Here with tiles of ``TILE`` ids: a recovered
     token of a random row whose residual over the partial tail tile [TILE·⌊V/TILE⌋, V) is all zero
     comes back as V, the tail tile's first padding slot."""
     out = rejection_sample(
-        draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, draft_probs, target_logits,
-        bonus_token_ids, sampling_metadata,
-    )  # fmt: skip
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+    )
     vocab = target_logits.shape[1]
     if sampling_metadata.all_greedy or vocab % TILE == 0:
         return out

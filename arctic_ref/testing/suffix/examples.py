@@ -38,8 +38,14 @@ def tree_mode_emits_rest_of_node(make: TreeFactory) -> str:
     tree.extend(0, [5, 6, 7, 8, 9])
     path = list(tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, False).token_ids)
     draft = tree.speculate([5, 6], 32, 4.0, 0.0, 1.5, True)
-    got = (path, list(draft.token_ids), list(draft.parents), [float(p) for p in draft.probs], float(draft.score),
-           draft.match_len)  # fmt: skip
+    got = (
+        path,
+        list(draft.token_ids),
+        list(draft.parents),
+        [float(p) for p in draft.probs],
+        float(draft.score),
+        draft.match_len,
+    )
     return _expect("path draft, then tree draft fields", got, ([], [7, 8, 9], [-1, 0, 1], [1.0] * 3, 3.0, 1))
 
 
@@ -61,7 +67,9 @@ def budget_cast_fallback(make: TreeFactory) -> str:
         tree = make(8)
         tree.extend(0, [1, 2, 3, 4])
         draft = _path(tree, [0, 2], factor=factor)
-        problems.append(_expect(f"factor {factor}: (draft, match_len)", (list(draft.token_ids), draft.match_len), (wanted, 1)))
+        problems.append(
+            _expect(f"factor {factor}: (draft, match_len)", (list(draft.token_ids), draft.match_len), (wanted, 1))
+        )
     return "; ".join(p for p in problems if p)
 
 
@@ -103,16 +111,21 @@ def max_spec_tokens_zero_means_zero(make: CacheFactory) -> str:
 
 
 TREE_EXAMPLES: Final[tuple[Callable[[TreeFactory], str], ...]] = (
-    sibling_tie_order_is_history, tree_mode_emits_rest_of_node, longest_match_is_shorter_than_context,
-    budget_cast_fallback, empty_draft_keeps_longest_match,
-)  # fmt: skip
+    sibling_tie_order_is_history,
+    tree_mode_emits_rest_of_node,
+    longest_match_is_shorter_than_context,
+    budget_cast_fallback,
+    empty_draft_keeps_longest_match,
+)
 CACHE_EXAMPLES: Final[tuple[Callable[[CacheFactory], str], ...]] = (
-    restart_moves_request_to_fifo_end, evicted_active_request_keeps_its_local_tree, max_spec_tokens_zero_means_zero,
-)  # fmt: skip
+    restart_moves_request_to_fifo_end,
+    evicted_active_request_keeps_its_local_tree,
+    max_spec_tokens_zero_means_zero,
+)
 
 
 def run_examples(examples: tuple[Callable[[Any], str], ...], make: Any) -> list[str]:
-    """"name: problem" for every example that fails (an exception is a failure, named)."""
+    """``"name: problem"`` for every example that fails (an exception is a failure, named)."""
     problems = []
     for example in examples:
         try:

@@ -45,9 +45,14 @@ class SuffixIndex(Protocol):
     def extend(self, seq_id: int, tokens: Sequence[int]) -> None: ...
     def remove(self, seq_id: int) -> None: ...
     def speculate(
-        self, context: Sequence[int], max_spec_tokens: int, max_spec_factor: float,
-        max_spec_offset: float, min_token_prob: float, use_tree_spec: bool,
-    ) -> Draft: ...  # fmt: skip
+        self,
+        context: Sequence[int],
+        max_spec_tokens: int,
+        max_spec_factor: float,
+        max_spec_offset: float,
+        min_token_prob: float,
+        use_tree_spec: bool,
+    ) -> Draft: ...
     def num_seqs(self) -> int: ...
 
 
@@ -101,8 +106,10 @@ class PackedDraft(NamedTuple):
 
     def __repr__(self) -> str:
         probs = ", ".join(_decimal_and_bits(self.probs[i : i + 4]) for i in range(0, len(self.probs), 4))
-        return (f"draft(token_ids={self.token_ids}, parents={self.parents}, probs=[{probs}], "
-                f"score={_decimal_and_bits(self.score)}, match_len={self.match_len})")  # fmt: skip
+        return (
+            f"draft(token_ids={self.token_ids}, parents={self.parents}, probs=[{probs}], "
+            f"score={_decimal_and_bits(self.score)}, match_len={self.match_len})"
+        )
 
 
 def _decimal_and_bits(four: bytes) -> str:
@@ -229,8 +236,10 @@ def first_dump_difference(
         if (path_a, count_a) != (path_b, count_b):
             parent = path_a[:-1] if path_a[:-1] == path_b[:-1] else None
             where = f"under node {list(parent)}" if parent is not None else "in the walk"
-            return (f"{name_b} and {name_a} disagree on counts or sibling order {where}: {name_a} visits "
-                    f"{list(path_a)} (count {count_a}), {name_b} visits {list(path_b)} (count {count_b})")  # fmt: skip
+            return (
+                f"{name_b} and {name_a} disagree on counts or sibling order {where}: {name_a} visits "
+                f"{list(path_a)} (count {count_a}), {name_b} visits {list(path_b)} (count {count_b})"
+            )
     return f"{name_b} has {len(b)} nodes, {name_a} {len(a)}"
 
 

@@ -41,6 +41,15 @@ def run_impl_checks(checks: Sequence[tuple[str, TargetCheck]], progress: Callabl
         detail = verdict.skipped or ("" if verdict.passed else failure_text(check, verdict))
         if verdict.passed and verdict.known_difference:
             detail = f"known upstream differences {verdict.known_difference}: {verdict.detail}"
-        rows.append(BatteryResult(name=f"{check.component} {check.id}", outcome=outcome, compared=1, figures={},
-                                  detail=detail, seconds=time.perf_counter() - began, battery_id=spec))  # fmt: skip
+        rows.append(
+            BatteryResult(
+                name=f"{check.component} {check.id}",
+                outcome=outcome,
+                compared=1,
+                figures={},
+                detail=detail,
+                seconds=time.perf_counter() - began,
+                battery_id=spec,
+            )
+        )
     return rows

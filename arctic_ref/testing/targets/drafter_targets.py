@@ -53,7 +53,9 @@ def drafter_bounds(make: Callable[[int], Drafter | HiddenStateDrafter], *, steps
                 tokens[:] = tokens[:4]
             sampled = [] if rng.random() < 0.2 else [rng.choice(tokens[-4:])]
             tokens.extend(sampled)
-            rows.append(DraftRow(req_id=req, token_ids=list(tokens), num_prompt_tokens=min(4, len(tokens)), sampled=sampled))
+            rows.append(
+                DraftRow(req_id=req, token_ids=list(tokens), num_prompt_tokens=min(4, len(tokens)), sampled=sampled)
+            )
         drafts = _propose(drafter, rows)
         problem = ""
         if not isinstance(drafts, list) or len(drafts) != len(rows):
@@ -68,9 +70,15 @@ def drafter_bounds(make: Callable[[int], Drafter | HiddenStateDrafter], *, steps
                 if problem:
                     break
         if problem:
-            return Verdict(passed=False, compared=f"drafts of {step + 1} seeded steps", detail=f"step {step}: {problem}",
-                           replay=f"drafter_bounds(make, seed={seed}), step {step}")  # fmt: skip
-    return Verdict(passed=True, compared=f"drafts of {steps} seeded steps (1-6 rows, partial prefills, M = {max_model_len})")
+            return Verdict(
+                passed=False,
+                compared=f"drafts of {step + 1} seeded steps",
+                detail=f"step {step}: {problem}",
+                replay=f"drafter_bounds(make, seed={seed}), step {step}",
+            )
+    return Verdict(
+        passed=True, compared=f"drafts of {steps} seeded steps (1-6 rows, partial prefills, M = {max_model_len})"
+    )
 
 
 def drafter_lossless(make: Callable[[int], Drafter | HiddenStateDrafter], budget: int) -> Verdict:
@@ -88,23 +96,43 @@ def drafter_lossless(make: Callable[[int], Drafter | HiddenStateDrafter], budget
     mine = run_requests(build_runner(engine, weights, groups, make(MAX_MODEL_LEN)), scheduler, prompts, params)
     drafted = sum(r.num_draft_tokens for r in mine)
     accepted = sum(r.num_accepted_tokens for r in mine)
-    compared = (f"greedy outputs of {len(prompts)} prompts x {MAX_TOKENS} tokens with and without your drafts "
-                f"(budget {budget}; {drafted} drafts, {accepted} accepted)")  # fmt: skip
+    compared = (
+        f"greedy outputs of {len(prompts)} prompts x {MAX_TOKENS} tokens with and without your drafts "
+        f"(budget {budget}; {drafted} drafts, {accepted} accepted)"
+    )
     for i, (a, b) in enumerate(zip(base, mine, strict=True)):
         if a.output_token_ids != b.output_token_ids:
-            at = next((j for j, (x, y) in enumerate(zip(a.output_token_ids, b.output_token_ids, strict=False)) if x != y), None)
-            return Verdict(passed=False, compared=compared,
-                           detail=f"prompt {i}, token {at}: without drafts {list(a.output_token_ids)} vs with {list(b.output_token_ids)}")  # fmt: skip
+            at = next(
+                (j for j, (x, y) in enumerate(zip(a.output_token_ids, b.output_token_ids, strict=False)) if x != y),
+                None,
+            )
+            return Verdict(
+                passed=False,
+                compared=compared,
+                detail=f"prompt {i}, token {at}: without drafts {list(a.output_token_ids)} vs with {list(b.output_token_ids)}",
+            )
     return Verdict(passed=True, compared=compared)
 
 
 def drafter_checks(make: Callable[[int], Drafter | HiddenStateDrafter]) -> list[TargetCheck]:
     """``make(max_model_len)`` builds a fresh drafter (each check gets its own)."""
     return [
-        TargetCheck(component="drafter", id="bounds", run=lambda: drafter_bounds(make),
-                    meaning="one list per row, [] without a sample (D2), at most min(32, M-N-1) in-vocabulary ids (D8)"),
-        TargetCheck(component="drafter", id="lossless-8", run=lambda: drafter_lossless(make, 8),
-                    meaning="greedy output with your drafts equals the output without, at 8 tokens per step"),
-        TargetCheck(component="drafter", id="lossless-64", run=lambda: drafter_lossless(make, 64),
-                    meaning="greedy output with your drafts equals the output without, at 64 tokens per step"),
-    ]  # fmt: skip
+        TargetCheck(
+            component="drafter",
+            id="bounds",
+            run=lambda: drafter_bounds(make),
+            meaning="one list per row, [] without a sample (D2), at most min(32, M-N-1) in-vocabulary ids (D8)",
+        ),
+        TargetCheck(
+            component="drafter",
+            id="lossless-8",
+            run=lambda: drafter_lossless(make, 8),
+            meaning="greedy output with your drafts equals the output without, at 8 tokens per step",
+        ),
+        TargetCheck(
+            component="drafter",
+            id="lossless-64",
+            run=lambda: drafter_lossless(make, 64),
+            meaning="greedy output with your drafts equals the output without, at 64 tokens per step",
+        ),
+    ]

@@ -44,8 +44,11 @@ def exchange_checks(value: str, *, backend: Backend = "gloo", timeout_s: float =
     def check(name: str) -> Verdict:
         case = cases[name]
         if backend == "nccl" and case.world_size > torch.cuda.device_count():
-            return Verdict(passed=True, compared=EXCHANGE_LAYOUTS[name],
-                           skipped=f"{name} needs {case.world_size} GPUs, {torch.cuda.device_count()} visible")  # fmt: skip
+            return Verdict(
+                passed=True,
+                compared=EXCHANGE_LAYOUTS[name],
+                skipped=f"{name} needs {case.world_size} GPUs, {torch.cuda.device_count()} visible",
+            )
         base, mine = worlds.get(1), worlds.get(case.world_size)
         if isinstance(base, RunFailed) or isinstance(mine, RunFailed):
             failed = base if isinstance(base, RunFailed) else mine
@@ -56,14 +59,20 @@ def exchange_checks(value: str, *, backend: Backend = "gloo", timeout_s: float =
         return Verdict(
             passed=not result.failed and result.identical_tokens,
             compared=f"{name} ({EXCHANGE_LAYOUTS[name]}) vs L0, float64 greedy on {backend}: {result.compared_rows} "
-                     f"logit rows, max |Δ| {result.max_abs:.1e}",
-            detail="" if result.identical_tokens and not result.failed else f"first divergence: {result.first_divergence}",
+            f"logit rows, max |Δ| {result.max_abs:.1e}",
+            detail=""
+            if result.identical_tokens and not result.failed
+            else f"first divergence: {result.first_divergence}",
             replay=f"run_layout(replace(BY_NAME[{name!r}], exchange={value!r})) from arctic_ref.testing.layouts.matrix",
-        )  # fmt: skip
+        )
 
     return [
-        TargetCheck(component="exchange", id=f"layout-{name}", meaning=f"{meaning}: L0's tokens with your exchange",
-                    run=partial(check, name), seconds=timeout_s)
+        TargetCheck(
+            component="exchange",
+            id=f"layout-{name}",
+            meaning=f"{meaning}: L0's tokens with your exchange",
+            run=partial(check, name),
+            seconds=timeout_s,
+        )
         for name, meaning in EXCHANGE_LAYOUTS.items()
-    ]  # fmt: skip
-
+    ]

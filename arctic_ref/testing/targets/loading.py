@@ -24,7 +24,9 @@ def load_target(option: str, value: str, *, base_dir: Path | None = None) -> Any
     try:
         target: Any = importlib.import_module(module_name)
     except Exception as error:  # any failure to import is the user's to fix, in one line
-        raise TargetError(f"{option}={value}: module {module_name!r} does not import ({type(error).__name__}: {error})") from None
+        raise TargetError(
+            f"{option}={value}: module {module_name!r} does not import ({type(error).__name__}: {error})"
+        ) from None
     for part in attr.split("."):
         if not hasattr(target, part):
             raise TargetError(f"{option}={value}: {module_name!r} has no attribute {attr!r}")

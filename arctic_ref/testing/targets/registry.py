@@ -54,8 +54,9 @@ def target_checks(
     target = require_callable(option, value, load_target(option, value, base_dir=base_dir))
     profile = settings.get_profile(options.hypothesis_profile)
     if component == "sampler":
-        return sampler_checks(target, level=options.level, device=options.device, profile=options.profile,
-                              statistics=options.statistics)
+        return sampler_checks(
+            target, level=options.level, device=options.device, profile=options.profile, statistics=options.statistics
+        )
     if component == "exchange":
         load_exchange(value)  # in this process first: a bad value is a usage error, not six failed checks
         return exchange_checks(value, backend=options.backend)
@@ -63,7 +64,9 @@ def target_checks(
         params = arity(option, value, target, 1)
         probe = build(option, value, target, *([256] * params))
         if not callable(getattr(probe, "propose", None)) and not callable(getattr(probe, "propose_with_hidden", None)):
-            raise TargetError(f"{option}={value}: the {type(probe).__name__} it returns has neither propose nor propose_with_hidden")
+            raise TargetError(
+                f"{option}={value}: the {type(probe).__name__} it returns has neither propose nor propose_with_hidden"
+            )
         return drafter_checks(lambda max_model_len: build(option, value, target, *([max_model_len] * params)))
     if component == "suffix-tree":
         return tree_checks(_tree_factory(option, value, target), profile=profile, strict=options.strict)

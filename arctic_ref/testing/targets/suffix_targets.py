@@ -68,8 +68,12 @@ def _replay_hint(profile: settings, check: str) -> str:
 
 def _examples(examples: tuple[Callable[[Any], str], ...], make: Any) -> Verdict:
     problems = run_examples(examples, make)
-    return Verdict(passed=not problems, compared=f"{len(examples)} worked examples of suffix-decoding.md",
-                   detail="; ".join(problems), replay="arctic_ref.testing.suffix.examples.<name>(your factory)")  # fmt: skip
+    return Verdict(
+        passed=not problems,
+        compared=f"{len(examples)} worked examples of suffix-decoding.md",
+        detail="; ".join(problems),
+        replay="arctic_ref.testing.suffix.examples.<name>(your factory)",
+    )
 
 
 # ----------------------------------------------------------------------------- suffix trees
@@ -82,8 +86,11 @@ def tree_checks(make_tree: Callable[[int], SuffixIndex], *, profile: settings, s
 
     def machine() -> Verdict:
         try:
-            return _machine(lambda: SuffixTreeMachine([reference, yours]), profile, "extend/remove/speculate "
-                            "sequences with many ties against arctic_ref's tree")  # fmt: skip
+            return _machine(
+                lambda: SuffixTreeMachine([reference, yours]),
+                profile,
+                "extend/remove/speculate sequences with many ties against arctic_ref's tree",
+            )
         except AssertionError as error:
             raise AssertionError(f"{error}\n{_replay_hint(profile, 'tree-machine')}") from error
 
@@ -97,15 +104,31 @@ def tree_checks(make_tree: Callable[[int], SuffixIndex], *, profile: settings, s
         )
 
     return [
-        TargetCheck(component="suffix-tree", id="tree-machine", run=machine,
-                    meaning="a state machine drives your tree and arctic_ref's side by side: same drafts, bit for bit"),
-        TargetCheck(component="suffix-tree", id="differential", run=differential,
-                    meaning="200 seeded trials of 40 operations (ties, removals, edge parameters): same drafts"),
-        TargetCheck(component="suffix-tree", id="worked-examples", run=lambda: _examples(TREE_EXAMPLES, make_tree),
-                    meaning="suffix-decoding.md's worked examples: tie order is history, tree mode, budget fallbacks, E2, E5"),
-        TargetCheck(component="suffix-tree", id="bad-input", run=lambda: tree_bad_input(make_tree, strict=strict),
-                    meaning="rejected inputs raise ValueError or TypeError and change nothing (X2-X5 reported)"),
-    ]  # fmt: skip
+        TargetCheck(
+            component="suffix-tree",
+            id="tree-machine",
+            run=machine,
+            meaning="a state machine drives your tree and arctic_ref's side by side: same drafts, bit for bit",
+        ),
+        TargetCheck(
+            component="suffix-tree",
+            id="differential",
+            run=differential,
+            meaning="200 seeded trials of 40 operations (ties, removals, edge parameters): same drafts",
+        ),
+        TargetCheck(
+            component="suffix-tree",
+            id="worked-examples",
+            run=lambda: _examples(TREE_EXAMPLES, make_tree),
+            meaning="suffix-decoding.md's worked examples: tie order is history, tree mode, budget fallbacks, E2, E5",
+        ),
+        TargetCheck(
+            component="suffix-tree",
+            id="bad-input",
+            run=lambda: tree_bad_input(make_tree, strict=strict),
+            meaning="rejected inputs raise ValueError or TypeError and change nothing (X2-X5 reported)",
+        ),
+    ]
 
 
 def _tree_state(tree: Any) -> tuple[object, ...]:
@@ -140,7 +163,9 @@ def _bad_input_verdict(rows: list[tuple[str, str, str]], total: int, strict: boo
 
 
 def _bad_input_rows(
-    table: tuple[tuple[str, str, Callable[[Any], object]], ...], fresh: Callable[[], Any], state: Callable[[Any], object]
+    table: tuple[tuple[str, str, Callable[[Any], object]], ...],
+    fresh: Callable[[], Any],
+    state: Callable[[Any], object],
 ) -> list[tuple[str, str, str]]:
     """(label, X id, problem) for every row of ``table`` whose call on a ``fresh()`` object was
     accepted, raised something else than ValueError or TypeError, or changed ``state``."""
@@ -196,21 +221,40 @@ def cache_checks(
 
     def machine() -> Verdict:
         try:
-            return _machine(lambda: machine_type([reference, yours]), profile,
-                            "start/stop/add/evict/speculate against arctic_ref's cache")  # fmt: skip
+            return _machine(
+                lambda: machine_type([reference, yours]),
+                profile,
+                "start/stop/add/evict/speculate against arctic_ref's cache",
+            )
         except AssertionError as error:
             raise AssertionError(f"{error}\n{_replay_hint(profile, 'cache-machine')}") from error
 
     return [
-        TargetCheck(component="suffix-cache", id="cache-machine", run=machine,
-                    meaning="a state machine drives your cache and arctic_ref's side by side: same drafts, lists, errors"),
-        TargetCheck(component="suffix-cache", id="replay-gate", run=lambda: cache_replay(make_cache),
-                    meaning="the built-in code-edit workload: every draft field for field, float32 bit for bit"),
-        TargetCheck(component="suffix-cache", id="worked-examples", run=lambda: _examples(CACHE_EXAMPLES, make_cache),
-                    meaning="suffix-decoding.md's worked examples: FIFO on restart (E15), eviction (E17), budget 0 (E18)"),
-        TargetCheck(component="suffix-cache", id="bad-input", run=lambda: cache_bad_input(make_cache, strict=strict),
-                    meaning="rejected inputs raise and change nothing; speculate(max_spec_tokens=None) uses the depth (X1)"),
-    ]  # fmt: skip
+        TargetCheck(
+            component="suffix-cache",
+            id="cache-machine",
+            run=machine,
+            meaning="a state machine drives your cache and arctic_ref's side by side: same drafts, lists, errors",
+        ),
+        TargetCheck(
+            component="suffix-cache",
+            id="replay-gate",
+            run=lambda: cache_replay(make_cache),
+            meaning="the built-in code-edit workload: every draft field for field, float32 bit for bit",
+        ),
+        TargetCheck(
+            component="suffix-cache",
+            id="worked-examples",
+            run=lambda: _examples(CACHE_EXAMPLES, make_cache),
+            meaning="suffix-decoding.md's worked examples: FIFO on restart (E15), eviction (E17), budget 0 (E18)",
+        ),
+        TargetCheck(
+            component="suffix-cache",
+            id="bad-input",
+            run=lambda: cache_bad_input(make_cache, strict=strict),
+            meaning="rejected inputs raise and change nothing; speculate(max_spec_tokens=None) uses the depth (X1)",
+        ),
+    ]
 
 
 def cache_replay(make_cache: Callable[[int, int], Any], *, requests: int = 30, tree: bool = False) -> Verdict:
@@ -224,13 +268,19 @@ def cache_replay(make_cache: Callable[[int, int], Any], *, requests: int = 30, t
         if difference:
             record = ours.steps[step] if step < len(ours.steps) else None
             where = f"request {record.req_id}, " if record is not None else ""
-            return Verdict(passed=False, compared=f"drafts of the code-edit replay ({requests} requests)",
-                           detail=f"step {step} ({where}speculate call {step}): {difference}",
-                           replay=f"arctic_ref.suffix.simulate.replay(cache, code_edit_trace(requests={requests}), "
-                                  f"SimulationConfig(use_tree_spec={tree}), keep_drafts=True), draft {step}")  # fmt: skip
+            return Verdict(
+                passed=False,
+                compared=f"drafts of the code-edit replay ({requests} requests)",
+                detail=f"step {step} ({where}speculate call {step}): {difference}",
+                replay=f"arctic_ref.suffix.simulate.replay(cache, code_edit_trace(requests={requests}), "
+                f"SimulationConfig(use_tree_spec={tree}), keep_drafts=True), draft {step}",
+            )
     if len(ours.drafts) != len(theirs.drafts):
-        return Verdict(passed=False, compared="number of speculate calls in the code-edit replay",
-                       detail=f"arctic_ref made {len(ours.drafts)}, yours {len(theirs.drafts)}")  # fmt: skip
+        return Verdict(
+            passed=False,
+            compared="number of speculate calls in the code-edit replay",
+            detail=f"arctic_ref made {len(ours.drafts)}, yours {len(theirs.drafts)}",
+        )
     return Verdict(passed=True, compared=f"{len(ours.drafts)} drafts of the code-edit replay ({requests} requests)")
 
 
@@ -271,4 +321,3 @@ def cache_bad_input(make_cache: Callable[[int, int], Any], *, strict: bool) -> V
     except Exception as error:  # upstream raises AttributeError here (X1)
         rows.append(("speculate(max_spec_tokens=None)", "X1", f"raised {type(error).__name__}"))
     return _bad_input_verdict(rows, len(CACHE_BAD_INPUTS) + 1, strict, "the cache")
-

@@ -113,7 +113,9 @@ def run_check(check: TargetCheck) -> Verdict:
         notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
         last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
         where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
-        return Verdict(passed=False, compared=check.meaning, detail=f"raised {type(error).__name__}: {error}{where}{notes}")
+        return Verdict(
+            passed=False, compared=check.meaning, detail=f"raised {type(error).__name__}: {error}{where}{notes}"
+        )
 
 
 def failure_text(check: TargetCheck, verdict: Verdict) -> str:

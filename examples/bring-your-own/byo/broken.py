@@ -51,12 +51,27 @@ def make_tree_wrong_tie_break(max_depth: int) -> OpaqueTree:
 
 
 def rejection_sample_recovering_from_p(
-    draft_token_ids: Tensor, num_draft_tokens: list[int], max_spec_len: int, cu_num_draft_tokens: Tensor,
-    draft_probs: Tensor | None, target_logits: Tensor, bonus_token_ids: Tensor, sampling_metadata: SamplingMetadata,
-) -> Tensor:  # fmt: skip
+    draft_token_ids: Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+) -> Tensor:
     noise = draw_noise(num_draft_tokens, target_logits.shape[-1], sampling_metadata)
-    return MutantLoop("recover_from_p")(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
-                                        draft_probs, target_logits, bonus_token_ids, sampling_metadata, noise)  # fmt: skip
+    return MutantLoop("recover_from_p")(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+        noise,
+    )
 
 
 class _TooLongDrafter(LookupDrafter):

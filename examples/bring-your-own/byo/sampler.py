@@ -18,5 +18,14 @@ def rejection_sample(
     sampling_metadata: SamplingMetadata,
 ) -> Tensor:
     noise = draw_noise(num_draft_tokens, target_logits.shape[-1], sampling_metadata)
-    return rejection_sample_with_noise(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
-                                       draft_probs, target_logits, bonus_token_ids, sampling_metadata, noise)  # fmt: skip
+    return rejection_sample_with_noise(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+        noise,
+    )
