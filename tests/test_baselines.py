@@ -1,8 +1,8 @@
 """The stored GPU baselines a CI gate compares against: each file holds every benchmark the gate
 command collects, with the ratios stored beside the absolute times they come from, and every gate
-command in the README names a stored file; ``benchmarks.gate`` picks the card's own baseline, and
-its per-suite thresholds hold the stored runs and fail a real regression (end to end on CPU, with a
-stand-in suite)."""
+command in docs/performance.md names a stored file; ``benchmarks.gate`` picks the card's own
+baseline, and its per-suite thresholds hold the stored runs and fail a real regression (end to end
+on CPU, with a stand-in suite)."""
 
 import json
 import re
@@ -88,7 +88,7 @@ def test_stored_ratios_are_the_quotients_of_stored_times(path: Path) -> None:
 
 
 def test_every_readme_gate_names_a_stored_baseline_and_its_suites_threshold() -> None:
-    gates = GATE.findall((ROOT / "README.md").read_text())
+    gates = GATE.findall((ROOT / "docs" / "performance.md").read_text())
     assert {(suite, Path(target).name) for suite, target, _ in gates} == {
         (suite, f"{card}-run1.json") for suite in THRESHOLDS for card in ("h200", "h100")
     }

@@ -1,5 +1,5 @@
 """The bug catalogue's coverage table (``arctic_ref.testing.bug_catalogue``) held to the code: every id
-of spec/bugs.md once, every cited test defined, every battery known, the README's table rendered
+of spec/bugs.md once, every cited test defined, every battery known, docs/bugs.md's table rendered
 from it; and the replays that live here (AI-15)."""
 
 import re
@@ -47,8 +47,8 @@ def test_every_cited_check_exists(row: BugCoverage) -> None:
 
 
 def test_readme_table_is_the_catalogue() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert render_table() in readme, "README's coverage table is stale: paste render_table()"
+    bugs = (ROOT / "docs" / "bugs.md").read_text()
+    assert render_table() in bugs, "docs/bugs.md's coverage table is stale: paste render_table()"
     counts = Counter(row.status for row in CATALOGUE)
     print("\nbug catalogue: " + ", ".join(f"{status} {n}" for status, n in sorted(counts.items())))
 

@@ -1,18 +1,25 @@
-"""Every Python code block of the README runs as written, each in a fresh namespace."""
+"""Every Python code block of the README and of the user guide runs as written, each in a fresh
+namespace."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"^```python\n(.*?)^```$", README.read_text(), flags=re.DOTALL | re.MULTILINE)
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "user-guide.md")
+BLOCKS = [
+    (path, block)
+    for path in DOCUMENTS
+    for block in re.findall(r"^```python\n(.*?)^```$", path.read_text(), flags=re.DOTALL | re.MULTILINE)
+]
 
 
 def test_the_readme_has_python_blocks() -> None:
     assert len(BLOCKS) >= 4
+    assert {path for path, _ in BLOCKS} == set(DOCUMENTS), "the README and the user guide each have a block"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_block_runs(block: str) -> None:
-    exec(compile(block, f"{README}:python-block", "exec"), {"__name__": "readme"})
+@pytest.mark.parametrize(("path", "block"), BLOCKS, ids=[f"{path.stem}-block{i}" for i, (path, _) in enumerate(BLOCKS)])
+def test_readme_block_runs(path: Path, block: str) -> None:
+    exec(compile(block, f"{path}:python-block", "exec"), {"__name__": "readme"})
