@@ -30,7 +30,7 @@ products and online softmax), which the GPU tests bound against the reference.
 """
 
 import functools
-from typing import Final
+from typing import Final, NamedTuple
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -301,6 +301,75 @@ def decode_attention(
     context = context_slots.shape[1]
     mma = uses_tensor_cores(q, key_cache)
     per_split, block_n, warps = attention_tiling(rows, kv_heads, context, mma) if tiling is None else tiling
+    inputs = _AttentionInputs(
+        q=q,
+        cos=cos,
+        sin=sin,
+        positions=positions,
+        context_slots=context_slots,
+        real=real,
+        key_cache=key_cache,
+        value_cache=value_cache,
+    )
+    _check_attention_inputs(inputs, tiling, per_split, block_n, warps)
+    splits = triton.cdiv(context, per_split)
+    compute = torch.float64 if _wide(q) else torch.float32
+    m = torch.empty((rows, q_heads, splits), dtype=compute, device=q.device)
+    partials = _SplitPartials(
+        m=m,
+        denom=torch.empty_like(m),
+        acc=torch.empty((rows, q_heads, splits, head_dim), dtype=compute, device=q.device),
+    )
+    out = torch.empty((rows, q_heads, head_dim), dtype=q.dtype, device=q.device)
+    if mma:
+        _launch_attention_mma(inputs, partials, out, per_split, block_n, warps)
+        if splits == 1:
+            return out
+    else:
+        _launch_attention_split(inputs, partials, per_split, block_n, warps)
+    _launch_attention_combine(inputs, partials, out)
+    return out
+
+
+class _AttentionInputs(NamedTuple):
+    """``decode_attention``'s tensors, as its launches read them."""
+
+    q: Tensor
+    cos: Tensor
+    sin: Tensor
+    positions: Tensor
+    context_slots: Tensor
+    real: Tensor
+    key_cache: Tensor
+    value_cache: Tensor
+
+
+class _SplitPartials(NamedTuple):
+    """Per row, query head and split of the keys (and head dimension, for ``acc``): the split's
+    running maximum, softmax denominator and unnormalised P·v, in float32 (float64 for float64
+    models); the combine launch merges the splits."""
+
+    m: Tensor
+    denom: Tensor
+    acc: Tensor
+
+
+def _check_attention_inputs(
+    inputs: _AttentionInputs, tiling: tuple[int, int, int] | None, per_split: int, block_n: int, warps: int
+) -> None:
+    """CUDA tensors; query heads a multiple of KV heads; caches, positions, flags, context slots and
+    RoPE tables that fit q; a tile that is a power of two dividing the keys per program; q's last
+    dimension and every other tensor contiguous."""
+    q, key_cache, value_cache = inputs.q, inputs.key_cache, inputs.value_cache
+    rows, q_heads, head_dim = q.shape
+    kv_heads = key_cache.shape[2]
+    positions, real, context_slots, cos, sin = (
+        inputs.positions,
+        inputs.real,
+        inputs.context_slots,
+        inputs.cos,
+        inputs.sin,
+    )
     _on_cuda(
         q=q,
         cos=cos,
@@ -339,93 +408,109 @@ def decode_attention(
         key_cache=key_cache,
         value_cache=value_cache,
     )
+
+
+def _launch_attention_mma(
+    inputs: _AttentionInputs, partials: _SplitPartials, out: Tensor, per_split: int, block_n: int, warps: int
+) -> None:
+    """``_attention_mma_kernel`` over (rows, KV heads, splits); with one split it writes ``out``
+    itself (``DIRECT``), otherwise the partials."""
+    q, kv_heads = inputs.q, inputs.key_cache.shape[2]
+    rows, q_heads, head_dim = q.shape
+    context, splits = inputs.context_slots.shape[1], partials.m.shape[2]
     group = q_heads // kv_heads
-    splits = triton.cdiv(context, per_split)
-    compute = torch.float64 if _wide(q) else torch.float32
-    m = torch.empty((rows, q_heads, splits), dtype=compute, device=q.device)
-    denom = torch.empty_like(m)
-    acc = torch.empty((rows, q_heads, splits, head_dim), dtype=compute, device=q.device)
-    block_d = triton.next_power_of_2(head_dim)
-    out = torch.empty((rows, q_heads, head_dim), dtype=q.dtype, device=q.device)
-    if mma:
-        _attention_mma_kernel[(rows, kv_heads, splits)](
-            q,
-            cos,
-            sin,
-            positions,
-            real,
-            context_slots,
-            key_cache,
-            value_cache,
-            m,
-            denom,
-            acc,
-            out,
-            q.stride(0),
-            q.stride(1),
-            context,
-            kv_heads,
-            head_dim,
-            head_dim**-0.5,
-            splits,
-            per_split,
-            GROUP=group,
-            BLOCK_G=max(16, triton.next_power_of_2(group)),
-            BLOCK_D=block_d,
-            BLOCK_N=block_n,
-            DIRECT=splits == 1,
-            num_warps=warps,
-            enable_fp_fusion=False,
-            **_pdl(q),
-        )
-        if splits == 1:
-            return out
-    else:
-        _attention_split_kernel[(rows, kv_heads, splits)](
-            q,
-            cos,
-            sin,
-            positions,
-            real,
-            context_slots,
-            key_cache,
-            value_cache,
-            m,
-            denom,
-            acc,
-            q.stride(0),
-            q.stride(1),
-            context,
-            kv_heads,
-            head_dim,
-            head_dim**-0.5,
-            splits,
-            WIDE=_wide(q),
-            BLOCK_D=block_d,
-            BLOCK_N=block_n,
-            PER_SPLIT=per_split,
-            GROUP=group,
-            BLOCK_G=triton.next_power_of_2(group),
-            num_warps=warps,
-            enable_fp_fusion=False,
-            **_pdl(q),
-        )
+    _attention_mma_kernel[(rows, kv_heads, splits)](
+        q,
+        inputs.cos,
+        inputs.sin,
+        inputs.positions,
+        inputs.real,
+        inputs.context_slots,
+        inputs.key_cache,
+        inputs.value_cache,
+        partials.m,
+        partials.denom,
+        partials.acc,
+        out,
+        q.stride(0),
+        q.stride(1),
+        context,
+        kv_heads,
+        head_dim,
+        head_dim**-0.5,
+        splits,
+        per_split,
+        GROUP=group,
+        BLOCK_G=max(16, triton.next_power_of_2(group)),
+        BLOCK_D=triton.next_power_of_2(head_dim),
+        BLOCK_N=block_n,
+        DIRECT=splits == 1,
+        num_warps=warps,
+        enable_fp_fusion=False,
+        **_pdl(q),
+    )
+
+
+def _launch_attention_split(
+    inputs: _AttentionInputs, partials: _SplitPartials, per_split: int, block_n: int, warps: int
+) -> None:
+    """``_attention_split_kernel`` over (rows, KV heads, splits), writing the partials."""
+    q, kv_heads = inputs.q, inputs.key_cache.shape[2]
+    rows, q_heads, head_dim = q.shape
+    context, splits = inputs.context_slots.shape[1], partials.m.shape[2]
+    group = q_heads // kv_heads
+    _attention_split_kernel[(rows, kv_heads, splits)](
+        q,
+        inputs.cos,
+        inputs.sin,
+        inputs.positions,
+        inputs.real,
+        inputs.context_slots,
+        inputs.key_cache,
+        inputs.value_cache,
+        partials.m,
+        partials.denom,
+        partials.acc,
+        q.stride(0),
+        q.stride(1),
+        context,
+        kv_heads,
+        head_dim,
+        head_dim**-0.5,
+        splits,
+        WIDE=_wide(q),
+        BLOCK_D=triton.next_power_of_2(head_dim),
+        BLOCK_N=block_n,
+        PER_SPLIT=per_split,
+        GROUP=group,
+        BLOCK_G=triton.next_power_of_2(group),
+        num_warps=warps,
+        enable_fp_fusion=False,
+        **_pdl(q),
+    )
+
+
+def _launch_attention_combine(inputs: _AttentionInputs, partials: _SplitPartials, out: Tensor) -> None:
+    """``_attention_combine_kernel`` over (rows, query heads): the splits merged into ``out`` (pad
+    rows: zeros)."""
+    q = inputs.q
+    rows, q_heads, head_dim = q.shape
+    splits = partials.m.shape[2]
     _attention_combine_kernel[(rows, q_heads)](
-        m,
-        denom,
-        acc,
-        real,
+        partials.m,
+        partials.denom,
+        partials.acc,
+        inputs.real,
         out,
         q_heads,
         head_dim,
         splits,
         WIDE=_wide(q),
         BLOCK_S=triton.next_power_of_2(splits),
-        BLOCK_D=block_d,
+        BLOCK_D=triton.next_power_of_2(head_dim),
         enable_fp_fusion=False,
         **_pdl(q),
     )
-    return out
 
 
 def uses_tensor_cores(q: Tensor, key_cache: Tensor) -> bool:

@@ -31,7 +31,7 @@ are IEEE round-to-nearest (``div_rn``), as torch's.
 """
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import torch
 from torch import Tensor
@@ -300,46 +300,191 @@ def fused_kernels(
     and copies all three to the device for the later launches, so a captured call needs no copy node
     (a graph's copy node costs host time at every replay: see ``rejection_graph``).
     Returns the output and the per-row NaN flags, unread (no sync: capturable in a CUDA graph)."""
-    num_reqs, vocab = cu_num_draft_tokens.shape[0], target_logits.shape[1]
+    num_reqs, rows, device = cu_num_draft_tokens.shape[0], draft_token_ids.shape[0], target_logits.device
+    out_shape = (num_reqs, max_spec_len + 1)
+    chunks = race_chunks(num_reqs) if race_chunk_count is None else race_chunk_count
+    _check_noise_arguments(uniforms, exponentials, drawn)
+    _check_output_arguments(chunks, out, out_shape, out_slot, slot_from, drawn, device)
+    _check_counters(counters, rows + num_reqs)
+    logits = target_logits.contiguous()
+    results = _RowResults.empty(rows, device)
+    if out is None:
+        out = torch.empty(out_shape, dtype=torch.int32, device=device)
+    ops = _Operands.of(logits, temperature, draft_probs, cu_num_draft_tokens, draft_token_ids, max_spec_len, results.m)
+    if counters is None:  # per row, then per request (the chunked race's, or the drawing path's marks)
+        counters = torch.zeros(rows + num_reqs, dtype=torch.int32, device=device)
+    flags = checks.flags if checks is not None else results.m
+    race_row, accepted = _launch_stats_verify(
+        ops, results, counters, uniforms, flags, checks, drawn, slot_from, out_slot, block=block, warps=warps
+    )
+    if exponential_stream is not None:
+        torch.cuda.current_stream(device).wait_stream(exponential_stream)
+    target = _Target.of(bonus_token_ids, out, out_slot, flags, has_nan_flag=checks is not None)
+    if drawn is not None:
+        _launch_drawn_race(ops, results, race_row, accepted, drawn, target, race_bests, race_warps)
+    else:
+        _launch_chunked_race(
+            ops, results, race_row, accepted, exponentials, counters[rows:], target, chunks, race_block, race_warps
+        )
+    return out, results.bad
+
+
+def _check_noise_arguments(uniforms: Tensor | None, exponentials: Tensor | None, drawn: DrawnNoise | None) -> None:
+    """Noise tensors (u and E) or drawn noise, never both or neither."""
     if (drawn is None) != (uniforms is not None and exponentials is not None):
         given = {"uniforms": uniforms is not None, "exponentials": exponentials is not None, "drawn": drawn is not None}
         raise ValueError(f"pass uniforms and exponentials, or drawn noise alone; given: {given}")
-    rows = draft_token_ids.shape[0]
-    device = target_logits.device
-    logits = target_logits.contiguous()
-    m = torch.empty(max(rows, 1), dtype=torch.float32, device=device)
-    s = torch.empty_like(m)
-    accept = torch.empty(max(rows, 1), dtype=torch.int8, device=device)  # every row's is written
-    argmax = torch.empty(max(rows, 1), dtype=torch.int64, device=device)
-    bad = (torch.empty if rows else torch.zeros)(max(rows, 1), dtype=torch.int8, device=device)
-    chunks = race_chunks(num_reqs) if race_chunk_count is None else race_chunk_count
+
+
+def _check_output_arguments(
+    chunks: int,
+    out: Tensor | None,
+    out_shape: tuple[int, int],
+    out_slot: Tensor | None,
+    slot_from: Tensor | None,
+    drawn: DrawnNoise | None,
+    device: torch.device,
+) -> None:
+    """The race's chunk count a power of two; ``out`` (if given) contiguous int32 [B, K + 1];
+    ``out_slot`` (if given) int64 on the logits' device; ``slot_from`` (if given) as
+    ``_check_slot_from`` says."""
     if chunks < 1 or chunks & (chunks - 1):
         raise ValueError(f"race_chunk_count must be a power of two, got {chunks}")
-    out_shape = (num_reqs, max_spec_len + 1)
-    if out is None:
-        out = torch.empty(out_shape, dtype=torch.int32, device=device)
-    elif tuple(out.shape) != out_shape or out.dtype != torch.int32 or not out.is_contiguous():
+    if out is not None and (tuple(out.shape) != out_shape or out.dtype != torch.int32 or not out.is_contiguous()):
         raise ValueError(f"out: contiguous int32 {out_shape}, got {out.dtype} {tuple(out.shape)} {tuple(out.stride())}")
     if out_slot is not None and (out_slot.device != device or out_slot.dtype != torch.int64):
         raise ValueError(f"out_slot: int64 on {device}, got {out_slot.dtype} on {out_slot.device}")
     if slot_from is not None:
         _check_slot_from(slot_from, out_slot, drawn)
-    temp = temperature.to(torch.float32).contiguous() if temperature is not None else m
-    q = draft_probs.contiguous() if draft_probs is not None else m
-    cu = cu_num_draft_tokens.contiguous()
-    drafts = draft_token_ids.contiguous()
-    wanted = rows + num_reqs  # per row, then per request (the chunked race's, or the drawing path's marks)
-    if counters is None:
-        counters = torch.zeros(wanted, dtype=torch.int32, device=device)
-    elif counters.dtype != torch.int32 or counters.numel() < wanted:
+
+
+def _check_counters(counters: Tensor | None, wanted: int) -> None:
+    """Caller-kept arrival counters: int32, at least one per row and one per request."""
+    if counters is not None and (counters.dtype != torch.int32 or counters.numel() < wanted):
         raise ValueError(
             f"counters: int32 with at least {wanted} elements, got {counters.dtype} {tuple(counters.shape)}"
         )
-    has_temp, has_q = temperature is not None, draft_probs is not None
+
+
+class _RowResults(NamedTuple):
+    """What the first launch writes per draft row and the later launches read: the softmax
+    statistics m and s, the acceptance, the raw argmax and the NaN flag (at least one element each,
+    so a call without rows still has tensors to pass)."""
+
+    m: Tensor
+    s: Tensor
+    accept: Tensor
+    argmax: Tensor
+    bad: Tensor
+    """int8 per row: 1 where the row holds a NaN (zeros if there are no rows: the caller reads it)."""
+
+    @classmethod
+    def empty(cls, rows: int, device: torch.device) -> "_RowResults":
+        m = torch.empty(max(rows, 1), dtype=torch.float32, device=device)
+        return cls(
+            m=m,
+            s=torch.empty_like(m),
+            accept=torch.empty(max(rows, 1), dtype=torch.int8, device=device),  # every row's is written
+            argmax=torch.empty(max(rows, 1), dtype=torch.int64, device=device),
+            bad=(torch.empty if rows else torch.zeros)(max(rows, 1), dtype=torch.int8, device=device),
+        )
+
+
+class _Operands(NamedTuple):
+    """A call's inputs as every launch reads them: contiguous, float32 temperatures, and a stand-in
+    tensor (never read then) for absent temperatures or draft probabilities."""
+
+    logits: Tensor
+    temp: Tensor
+    q: Tensor
+    cu: Tensor
+    drafts: Tensor
+    has_temp: bool
+    has_q: bool
+    max_spec_len: int
+    cols: int
+    """``max_spec_len + 1`` rounded up to a power of two: a request's rows and its output row fit."""
+
+    @property
+    def num_reqs(self) -> int:
+        return self.cu.shape[0]
+
+    @property
+    def rows(self) -> int:
+        return self.drafts.shape[0]
+
+    @property
+    def vocab(self) -> int:
+        return self.logits.shape[1]
+
+    @classmethod
+    def of(
+        cls,
+        logits: Tensor,
+        temperature: Tensor | None,
+        draft_probs: Tensor | None,
+        cu_num_draft_tokens: Tensor,
+        draft_token_ids: Tensor,
+        max_spec_len: int,
+        stand_in: Tensor,
+    ) -> "_Operands":
+        return cls(
+            logits=logits,
+            temp=temperature.to(torch.float32).contiguous() if temperature is not None else stand_in,
+            q=draft_probs.contiguous() if draft_probs is not None else stand_in,
+            cu=cu_num_draft_tokens.contiguous(),
+            drafts=draft_token_ids.contiguous(),
+            has_temp=temperature is not None,
+            has_q=draft_probs is not None,
+            max_spec_len=max_spec_len,
+            cols=triton.next_power_of_2(max_spec_len + 1),
+        )
+
+
+class _Target(NamedTuple):
+    """What the last launch writes: each request's output row, to ``out`` or (``from_slot``) to the
+    address held at ``out_from``, and (``has_nan_flag``) the call's NaN flag."""
+
+    bonus: Tensor
+    out: Tensor
+    out_from: Tensor
+    from_slot: bool
+    nan_flag: Tensor
+    has_nan_flag: bool
+
+    @classmethod
+    def of(cls, bonus: Tensor, out: Tensor, out_slot: Tensor | None, flags: Tensor, *, has_nan_flag: bool) -> "_Target":
+        return cls(
+            bonus=bonus.contiguous(),
+            out=out,
+            out_from=out if out_slot is None else out_slot,
+            from_slot=out_slot is not None,
+            nan_flag=flags[1:],
+            has_nan_flag=has_nan_flag,
+        )
+
+
+def _launch_stats_verify(
+    ops: _Operands,
+    results: _RowResults,
+    counters: Tensor,
+    uniforms: Tensor | None,
+    flags: Tensor,
+    checks: ValueChecks | None,
+    drawn: DrawnNoise | None,
+    slot_from: Tensor | None,
+    out_slot: Tensor | None,
+    *,
+    block: int | None,
+    warps: int | None,
+) -> tuple[Tensor, Tensor]:
+    """The first launch (``_stats_verify_kernel``): statistics partials of every draft row, each row
+    verified by its last chunk program into ``results``, each request's race row and accepted prefix
+    marked (returned; every request's, also where none has rows: the later launches read them)."""
+    rows, num_reqs, device = ops.rows, ops.num_reqs, ops.logits.device
+    m = results.m
     block, warps = _stats_launch(rows, block, warps)
-    part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, vocab, device)
-    cols = triton.next_power_of_2(max_spec_len + 1)  # a request's rows and its output row fit
-    flags = checks.flags if checks is not None else m
+    part_m, part_s, part_i, nchunks, padded = _partial_buffers(rows, ops.vocab, device)
     race_row = torch.empty(max(num_reqs, 1), dtype=torch.int32, device=device)  # marked by the first launch
     accepted = torch.empty_like(race_row)
     marks = (race_row, accepted, counters[rows:])
@@ -348,36 +493,36 @@ def fused_kernels(
         state = drawn.state if slot_from is None else slot_from[1:]  # the first launch reads it there
         drawn_args = (state, drawn.uniforms.stride, *marks)
     if num_reqs:  # the marks are read later even where no request has rows
-        _stats_verify_kernel[(num_reqs, max(max_spec_len, 1), nchunks)](
-            logits,
-            temp,
-            cu,
-            drafts,
+        _stats_verify_kernel[(num_reqs, max(ops.max_spec_len, 1), nchunks)](
+            ops.logits,
+            ops.temp,
+            ops.cu,
+            ops.drafts,
             m if uniforms is None else uniforms,
-            q,
+            ops.q,
             part_m,
             part_s,
             part_i,
             m,
-            s,
-            accept,
-            argmax,
-            bad,
+            results.s,
+            results.accept,
+            results.argmax,
+            results.bad,
             counters,
-            vocab,
-            logits.stride(0),
+            ops.vocab,
+            ops.logits.stride(0),
             STATS_CHUNK,
             nchunks,
-            cu if checks is None else checks.cu_num_draft_tokens,
-            cu,
+            ops.cu if checks is None else checks.cu_num_draft_tokens,
+            ops.cu,
             flags,
             num_reqs,
             rows,
             *drawn_args,
             m if slot_from is None else slot_from,
             m if out_slot is None else out_slot,
-            HAS_TEMP=has_temp,
-            HAS_Q=has_q,
+            HAS_TEMP=ops.has_temp,
+            HAS_Q=ops.has_q,
             CHUNKS=padded,
             BLOCK=block,
             CHECK=checks is not None,
@@ -385,93 +530,120 @@ def fused_kernels(
             ALL_RANDOM=checks is not None and checks.all_random,
             DRAWN=drawn is not None,
             COPY_SLOT=slot_from is not None,
-            COLS=cols,
+            COLS=ops.cols,
             num_warps=warps,
         )
-    if exponential_stream is not None:
-        torch.cuda.current_stream(device).wait_stream(exponential_stream)
-    bonus = bonus_token_ids.contiguous()
-    out_from = out if out_slot is None else out_slot
-    if drawn is not None:
-        layout = drawn.exponentials
-        slots = drawn_race_block(layout.stride, vocab)
-        bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device) if race_bests is None else race_bests
-        _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
-            logits,
-            temp,
-            drafts,
-            q,
-            m,
-            s,
-            race_row,
-            bests,
-            bests[num_reqs:],
-            drawn.state,
-            num_reqs,
-            vocab,
-            logits.stride(0),
-            num_reqs * vocab,
-            layout.stride,
-            drawn.uniforms.increment,
-            HAS_TEMP=has_temp,
-            HAS_Q=has_q,
-            BLOCK=slots,
-            num_warps=race_warps,
-        )
-        _finish_drawn_kernel[(num_reqs,)](
-            temp,
-            cu,
-            drafts,
-            argmax,
-            bonus,
-            bad,
-            accepted,
-            bests,
-            bests[num_reqs:],
-            out,
-            out_from,
-            flags[1:],
-            max_spec_len + 1,
-            HAS_TEMP=has_temp,
-            COLS=cols,
-            HAS_NAN_FLAG=checks is not None,
-            OUT_FROM_SLOT=out_slot is not None,
-            num_warps=1,
-        )
-        return out, bad
+    return race_row, accepted
+
+
+def _launch_drawn_race(
+    ops: _Operands,
+    results: _RowResults,
+    race_row: Tensor,
+    accepted: Tensor,
+    drawn: DrawnNoise,
+    target: _Target,
+    race_bests: Tensor | None,
+    race_warps: int,
+) -> None:
+    """The race over Philox blocks (``_race_draw_kernel``: the exponentials drawn as it runs, each
+    request's best published), then one program per request writing its row (``_finish_drawn_kernel``)."""
+    num_reqs, vocab = ops.num_reqs, ops.vocab
+    layout = drawn.exponentials
+    slots = drawn_race_block(layout.stride, vocab)
+    bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=ops.logits.device) if race_bests is None else race_bests
+    _race_draw_kernel[(layout.stride // slots * (layout.increment // 4),)](
+        ops.logits,
+        ops.temp,
+        ops.drafts,
+        ops.q,
+        results.m,
+        results.s,
+        race_row,
+        bests,
+        bests[num_reqs:],
+        drawn.state,
+        num_reqs,
+        vocab,
+        ops.logits.stride(0),
+        num_reqs * vocab,
+        layout.stride,
+        drawn.uniforms.increment,
+        HAS_TEMP=ops.has_temp,
+        HAS_Q=ops.has_q,
+        BLOCK=slots,
+        num_warps=race_warps,
+    )
+    _finish_drawn_kernel[(num_reqs,)](
+        ops.temp,
+        ops.cu,
+        ops.drafts,
+        results.argmax,
+        target.bonus,
+        results.bad,
+        accepted,
+        bests,
+        bests[num_reqs:],
+        target.out,
+        target.out_from,
+        target.nan_flag,
+        ops.max_spec_len + 1,
+        HAS_TEMP=ops.has_temp,
+        COLS=ops.cols,
+        HAS_NAN_FLAG=target.has_nan_flag,
+        OUT_FROM_SLOT=target.from_slot,
+        num_warps=1,
+    )
+
+
+def _launch_chunked_race(
+    ops: _Operands,
+    results: _RowResults,
+    race_row: Tensor,
+    accepted: Tensor,
+    exponentials: Tensor | None,
+    request_counters: Tensor,
+    target: _Target,
+    chunks: int,
+    race_block: int,
+    race_warps: int,
+) -> None:
+    """The race over ``chunks`` vocabulary chunks per request on the given exponentials (a tensor
+    whenever there is no drawn noise: ``_check_noise_arguments``) (``_race_finish_kernel``), each
+    request's row written by its last chunk program."""
+    num_reqs, device = ops.num_reqs, ops.logits.device
     scores = torch.empty(num_reqs * chunks * 2, dtype=torch.float32, device=device)
     indices = torch.empty(num_reqs * chunks * 2, dtype=torch.int64, device=device)
     _race_finish_kernel[(num_reqs, chunks)](
-        logits,
-        temp,
-        cu,
-        drafts,
-        q,
+        ops.logits,
+        ops.temp,
+        ops.cu,
+        ops.drafts,
+        ops.q,
         exponentials,
-        m,
-        s,
+        results.m,
+        results.s,
         race_row,
         accepted,
-        argmax,
-        bonus,
-        bad,
+        results.argmax,
+        target.bonus,
+        results.bad,
         scores,
         indices,
-        counters[rows:],
-        out,
-        out_from,
-        flags[1:],
-        vocab,
-        logits.stride(0),
-        triton.cdiv(vocab, chunks),
-        max_spec_len + 1,
-        HAS_TEMP=has_temp,
-        HAS_Q=has_q,
+        request_counters,
+        target.out,
+        target.out_from,
+        target.nan_flag,
+        ops.vocab,
+        ops.logits.stride(0),
+        triton.cdiv(ops.vocab, chunks),
+        ops.max_spec_len + 1,
+        HAS_TEMP=ops.has_temp,
+        HAS_Q=ops.has_q,
         CHUNKS=chunks,
         BLOCK=race_block,
-        COLS=cols,
-        HAS_NAN_FLAG=checks is not None,
-        OUT_FROM_SLOT=out_slot is not None,
+        COLS=ops.cols,
+        HAS_NAN_FLAG=target.has_nan_flag,
+        OUT_FROM_SLOT=target.from_slot,
         num_warps=race_warps,
     )
-    return out, bad
