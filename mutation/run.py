@@ -96,7 +96,7 @@ PACKAGES: Final[dict[str, Package]] = {
             "tests/spec/test_drafts.py",
             "tests/spec/test_kit.py::test_vectorised_with_injected_noise_is_clean",
         ),
-        left_out="rejection_triton, rejection_graph and torch_philox (CUDA-only paths: gpu_tests/)",
+        left_out="rejection_triton, rejection_kernels, rejection_graph and torch_philox (CUDA-only paths: gpu_tests/)",
     ),
     "parallel": Package(
         modules=tuple(f"arctic_ref/parallel/{m}.py" for m in ("plan", "cudagraph", "ulysses", "layout", "heads")),

@@ -2,7 +2,7 @@
 (runner.md §1.2): plan_step → prepare_inputs → forward → compute_logits → sample → discard partial
 prefills → append. Drafting and verification come with the runner issue."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 import torch
@@ -74,6 +74,23 @@ class RunnerOutput:
 
 def _int64(values: list[int], device: torch.device) -> Tensor:
     return torch.tensor(values, dtype=torch.int64, device=device)
+
+
+def _requests_of(spec: SpecDecodeMetadata, keep: list[int]) -> SpecDecodeMetadata:
+    """``spec`` of requests ``keep`` alone, in that order (the sampled ones: partial prefills are
+    not), its indices still into the same logits rows; counts' cumsum as int64."""
+    starts = [0, *accumulate(spec.num_draft_tokens)]
+    flat = [j for i in keep for j in range(starts[i], starts[i + 1])]
+    logits_rows = [j for i in keep for j in range(starts[i] + i, starts[i + 1] + i + 1)]  # nᵢ + 1 rows each
+    counts = [spec.num_draft_tokens[i] for i in keep]
+    return SpecDecodeMetadata(
+        draft_token_ids=spec.draft_token_ids[flat],
+        num_draft_tokens=counts,
+        cu_num_draft_tokens=_int64(list(accumulate(counts)), spec.draft_token_ids.device),
+        target_logits_indices=spec.target_logits_indices[flat],
+        bonus_logits_indices=spec.bonus_logits_indices[keep],
+        logits_indices=spec.logits_indices[logits_rows],
+    )
 
 
 @dataclass(slots=True)
@@ -228,18 +245,17 @@ class ReferenceRunner:
     def verify(
         self, sched: SchedulerOutput, logits: Tensor, spec: SpecDecodeMetadata, partial: tuple[bool, ...]
     ) -> list[list[int]]:
-        """Bonus tokens sampled at the bonus rows, then ``rejection_sample(..., draft_probs=None)`` on
-        the requests that are not partial prefills (those are not sampled at all), then
-        ``parse_output``. The sampler is ``RejectionSampler`` fed from persistent buffers, so a step
-        with the drafts counts of an earlier one replays its CUDA graph."""
+        """Bonus tokens sampled at the bonus rows, then the sampler's ``forward`` (vLLM's
+        ``RejectionSampler.forward``, one ``SpecDecodeMetadata``, ``draft_probs=None``) on the requests
+        that are not partial prefills (those are not sampled at all), then ``parse_output``. The
+        sampler is ``RejectionSampler`` fed from persistent buffers, so a step with the drafts counts
+        of an earlier one replays its CUDA graph."""
         keep = [i for i, p in enumerate(partial) if not p]
         reqs = [self.batch[sched.scheduled[i].req_id] for i in keep]
+        kept = _requests_of(spec, keep)
         rows = logits.to(torch.float32)
-        bonus_rows = rows[spec.bonus_logits_indices.long()[keep]]
+        bonus_rows = rows[kept.bonus_logits_indices.long()]
         bonus = sample_tokens(bonus_rows, [r.sampling.temperature for r in reqs], [r.generator for r in reqs])
-        counts = [spec.num_draft_tokens[i] for i in keep]
-        starts = [0, *accumulate(spec.num_draft_tokens)]
-        flat = [j for i in keep for j in range(starts[i], starts[i + 1])]
         temperatures = [r.sampling.temperature for r in reqs]
         put = self.verify_inputs.put
         meta = SamplingMetadata(
@@ -250,15 +266,18 @@ class ReferenceRunner:
                 k: r.generator for k, r in enumerate(reqs) if r.generator is not None and r.sampling.temperature > 0
             },
         )
-        out = self.sampler(
-            put("draft_token_ids", spec.draft_token_ids[flat].long()),
-            counts,
-            max(max(counts), 1),
-            put("cu_num_draft_tokens", torch.tensor(list(accumulate(counts)), dtype=torch.int64, device=self.device)),
-            None,
-            put("target_logits", rows[spec.target_logits_indices.long()[flat]]),
-            put("bonus_token_ids", torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1)),
-            meta,
+        out = self.sampler.forward(
+            replace(
+                kept,
+                draft_token_ids=put("draft_token_ids", kept.draft_token_ids.long()),
+                cu_num_draft_tokens=put("cu_num_draft_tokens", kept.cu_num_draft_tokens),
+            ),
+            draft_probs=None,
+            target_logits=put("target_logits", rows[kept.target_logits_indices.long()]),
+            bonus_token_ids=put(
+                "bonus_token_ids", torch.tensor(bonus, dtype=torch.int64, device=self.device).view(-1, 1)
+            ),
+            sampling_metadata=meta,
         )
         valid: list[list[int]] = [[] for _ in partial]
         for i, tokens in zip(keep, parse_output(out, logits.shape[1]), strict=True):

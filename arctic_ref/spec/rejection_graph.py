@@ -64,7 +64,7 @@ import torch
 from torch import Tensor
 
 from arctic_ref.parallel.graph_capture import capture_graph
-from arctic_ref.spec.metadata import SamplingMetadata
+from arctic_ref.spec.metadata import SamplingMetadata, SpecDecodeMetadata
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
 from arctic_ref.spec.rejection import (
     BonusTokenIds,
@@ -77,7 +77,7 @@ from arctic_ref.spec.rejection_triton import NAN_MESSAGE, DrawnNoise, ValueCheck
 from arctic_ref.spec.torch_philox import MAX_VALUES, draw_from_state, signed_seed
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
-CAPACITY: Final = 16
+GRAPH_CACHE_CAPACITY: Final = 16
 """Graphs kept per sampler (least recently used dropped first); each holds its own memory pool."""
 CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
@@ -219,7 +219,7 @@ class RejectionSampler:
         self,
         *,
         profile: SamplerProfile = INTENDED,
-        capacity: int = CAPACITY,
+        capacity: int = GRAPH_CACHE_CAPACITY,
         capture_after: int = CAPTURE_AFTER,
         drawn_max_values: int = DRAWN_MAX_VALUES,
     ) -> None:
@@ -290,6 +290,29 @@ class RejectionSampler:
         self.replays += 1
         return out
 
+    def forward(
+        self,
+        metadata: SpecDecodeMetadata,
+        draft_probs: Probs | None,
+        target_logits: Logits,
+        bonus_token_ids: BonusTokenIds,
+        sampling_metadata: SamplingMetadata,
+    ) -> Output:
+        """vLLM's ``RejectionSampler.forward``: this call with the drafts, their counts and
+        ``max_spec_len`` taken from ``metadata``. ``target_logits`` are the draft rows' logits (the
+        runner gathers them at ``metadata.target_logits_indices``), ``bonus_token_ids`` the tokens it
+        sampled at ``metadata.bonus_logits_indices``."""
+        return self(
+            draft_token_ids=metadata.draft_token_ids,
+            num_draft_tokens=metadata.num_draft_tokens,
+            max_spec_len=metadata.max_spec_len,
+            cu_num_draft_tokens=metadata.cu_num_draft_tokens,
+            draft_probs=draft_probs,
+            target_logits=target_logits,
+            bonus_token_ids=bonus_token_ids,
+            sampling_metadata=sampling_metadata,
+        )
+
     def _current_stream(self, device: torch.device) -> torch.cuda.Stream:
         """``torch.cuda.current_stream(device)``, built again only when the raw stream changes (building
         it costs several µs of host time; reading the raw handle does not)."""
@@ -323,7 +346,6 @@ class RejectionSampler:
         device = target_logits.device
         expected_cu = torch.tensor(list(accumulate(num_draft_tokens)), dtype=torch.int64, device=device)
         host_flags = torch.zeros(2, dtype=torch.int32, pin_memory=True)  # the kernels store to it over the bus
-
         rows, num_reqs = draft_token_ids.shape[0], len(num_draft_tokens)
         counters = torch.zeros(rows + num_reqs, dtype=torch.int32, device=device)
         race_bests = torch.zeros(2 * num_reqs, dtype=torch.int64, device=device)
@@ -332,10 +354,7 @@ class RejectionSampler:
         host_slot = torch.tensor([static_out.data_ptr(), 0, 0], dtype=torch.int64, pin_memory=True)
         slot = torch.empty(3, dtype=torch.int64, device=device)
         vocab = target_logits.shape[1]
-        noise = DrawnNoise.layout(slot[1:], rows, num_reqs, vocab)
-        race_draws = vocab >= MIN_VOCAB and num_reqs * vocab <= self.drawn_max_values
-        drawn = noise if race_draws else None
-        side = None if race_draws else torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+        noise, drawn, side = _noise_source(slot, rows, num_reqs, vocab, self.drawn_max_values)
         checks = ValueChecks(
             cu_num_draft_tokens=cu_num_draft_tokens,
             all_greedy=meta.all_greedy,
@@ -373,8 +392,6 @@ class RejectionSampler:
             return out
 
         graph, _ = capture_graph(body, device)
-        if len(self._graphs) >= self.capacity:
-            self._graphs.popitem(last=False)
         captured = _Captured(
             graph=graph,
             expected_cu=expected_cu,
@@ -387,5 +404,23 @@ class RejectionSampler:
             counters=counters,
             race_bests=race_bests,
         )
-        self._graphs[key] = captured
+        self._keep(key, captured)
         return captured
+
+    def _keep(self, key: _Key, captured: _Captured) -> None:
+        """Caches ``captured`` under ``key``, the least recently used graph going first when full."""
+        if len(self._graphs) >= self.capacity:
+            self._graphs.popitem(last=False)
+        self._graphs[key] = captured
+
+
+def _noise_source(
+    slot: Tensor, rows: int, num_reqs: int, vocab: int, drawn_max_values: int
+) -> tuple[DrawnNoise, DrawnNoise | None, torch.cuda.Stream | None]:
+    """A graph's noise layout (its seed and offset read from ``slot[1:]``), the noise the race draws
+    itself (up to ``drawn_max_values`` exponentials, from ``MIN_VOCAB`` columns) or else None, and
+    then the side stream that draws the noise tensors instead."""
+    noise = DrawnNoise.layout(slot[1:], rows, num_reqs, vocab)
+    if vocab >= MIN_VOCAB and num_reqs * vocab <= drawn_max_values:
+        return noise, noise, None
+    return noise, None, torch.cuda.Stream(slot.device)  # type: ignore[no-untyped-call]
