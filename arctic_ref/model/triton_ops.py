@@ -99,13 +99,8 @@ def _pdl(x: Tensor) -> dict[str, bool]:
     compute capability 9.0 or more (Hopper on; the PTX needs it). Each kernel waits for its
     predecessor at its start (``_await_inputs``) and never triggers its successor early, so a
     successor is launched as its predecessor's last programs finish instead of after the launch
-    gap. Whole-step graph replays of the Llama-3-8B decode (bf16, one H200, 2026-12-04, separate
-    processes, median of three medians): B = 1 4.323 / 4.326 / 4.318 ms without, 4.269 ms with;
-    B = 8 4.790 / 4.794 / 4.789 against 4.739; a 1 + 15-row verify 4.952 / 4.934 / 4.932 against
-    4.874; the logits bit for bit equal. Triggering the successor at each kernel's start
-    (``gdc_launch_dependents`` after the wait) was slower: 4.756, 5.203 and 5.408 ms; adding an
-    L2 prefetch of each program's first 4 or 8 KiB of weight rows before the wait made B = 1
-    5.953 and 7.517 ms."""
+    gap. Triggering the successor at each kernel's start, and prefetching weight rows into L2
+    before the wait, were slower."""
     on = _pdl_on(x.device)
     return {"PDL": on, "launch_pdl": on}
 
@@ -552,14 +547,9 @@ def silu_mul(gate_up: Float[Tensor, "rows two_inter"]) -> Float[Tensor, "rows in
 
 
 def skinny_config(n_out: int) -> tuple[int, int, int]:
-    """(BLOCK_N, BLOCK_K, pipeline stages) of ``_skinny_linear_kernel``, from whole-step graph replays
-    of the Llama-3-8B decode on one H200 (session of 2026-12-04, ``BLOCK_K`` 256 and 4 warps
-    throughout): 5 stages for outputs up to 4096 wide (o and down: B = 1 step 4.540 ms against 4.597
-    with 4), 3 stages from 16,384 wide (gate_up: 4.519), 4 between (qkv: 128-wide K slices with 5
-    stages gave 4.614). All three together: 4.495 ms at B = 1, 4.986 at B = 8 (5.100 before); cuBLAS
-    4.646 and 4.997. The 10× slower step of the sixth session of 2026-12-03 is therefore not these
-    settings; it also had SiLU·up fused into the down projection's loads (recomputed for all 16
-    tile rows in each of its 128 programs) and ``enable_fp_fusion=False``, not separated since."""
+    """(BLOCK_N, BLOCK_K, pipeline stages) of ``_skinny_linear_kernel``: ``BLOCK_K`` 256 (4 warps),
+    and 5 stages for outputs up to 4096 wide (o and down), 3 from 16,384 wide (gate_up), 4 between
+    (qkv): the fastest in whole-step graph replays of the Llama-3-8B decode."""
     block_n = 32 if n_out <= 4096 else 64
     stages = 5 if n_out <= 4096 else 3 if n_out >= 16_384 else 4
     return block_n, 256, stages

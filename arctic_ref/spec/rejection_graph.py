@@ -1,9 +1,9 @@
 """``RejectionSampler``: ``rejection_sample`` with its fixed cost removed on CUDA, by replaying the whole
 call (noise, then the two fused kernels, which also check the values) as one CUDA graph per input signature.
 
-Where the fixed cost went (one H200, B × K = 1 × 4, V = 128,256): a blocking device-to-host copy for
-the value rules of verification.md §1.2, a second one for the NaN rule (item 5), the two noise draws
-and about twenty launches — some 0.65 ms of host time while the kernels themselves take tens of µs.
+An eager call's fixed cost is host time, not GPU time: the blocking device-to-host copies for the
+value rules of verification.md §1.2 and for the NaN rule (item 5), the two noise draws and about
+twenty launches, while the kernels themselves take tens of µs.
 
 The graph path keeps the contract:
 
@@ -27,24 +27,19 @@ The graph path keeps the contract:
   there and copies all three to the device (``fused_kernels``' ``slot_from``; where the noise goes
   to tensors, a copy node at the head of the graph does), and the race's launches write there. The
   tensors come ``RING`` at a time as views of one block (``_Outputs``), so a call allocates nothing.
-- **Host time is the cost at small batches** (a replay's kernels take about 20 µs at 1 × 4), so the
-  hot path makes few torch calls: the key, the generator's seed and offset and its advance (kernel
-  draws), the replay (with no torch RNG node it fills nothing before launching), one stream
-  synchronisation (the stream object is rebuilt only when the current stream changes), and the
-  flags read. Where the noise goes to tensors, the exponential draw runs on a side stream inside
-  the graph, one program per SM, beside the first launch, which does not read it. (torch's own
-  ``exponential_`` there did not overlap: its programs fill every SM, and a replay at 256 × 4
-  took the sum of its kernels' times; ``draw_from_state`` has the figures.)
+- **Host time is the cost at small batches**, so the hot path makes few torch calls: the key, the
+  generator's seed and offset and its advance (kernel draws), the replay (with no torch RNG node it
+  fills nothing before launching), one stream synchronisation (the stream object is rebuilt only
+  when the current stream changes), and the flags read. Where the noise goes to tensors, the
+  exponential draw runs on a side stream inside the graph, one program per SM, beside the first
+  launch, which does not read it (``draw_from_state``; torch's own ``exponential_`` fills every
+  SM, so nothing would run beside it).
 - **No copy nodes where the race draws.** A copy node costs host time at every replay, beyond its
-  1–1.5 µs on the GPU: one H200, one process, the graph with its two copy nodes (slot in, flags
-  out) and without, interleaved, medians of six medians of 200 calls (2026-12-04): 1 × 4 47.8 /
-  41.6 µs, 8 × 4 59.2 / 54.0, 32 × 4 92.7 / 88.3. Tried and dropped the same day: every launch
-  reading the pinned slot itself (bare replays about 5, 13 and 19 µs longer at 1, 8 and 32 × 4: a
-  thousand race programs reading over the bus), the output rows written by the race's last
-  segment per request instead of a third launch (the arrivals, an acquire-release atomic per
-  segment, took the race from 3.6 / 8.6 / 26.6 µs to 6.0 / 18.1 / 42.2 at 1 / 8 / 32 × 4), and
-  programmatic dependent launch for the race (bare replays 18.1 against 18.4 µs at 1 × 4, 70.7
-  against 71.0 at 32 × 4: no gain).
+  1–1.5 µs on the GPU, so where the race draws the noise the first launch reads the pinned slot
+  and copies it to the device for the later launches, and the kernels store the flags to pinned
+  memory themselves. Every launch reading the pinned slot itself costs more (a thousand race
+  programs reading over the bus), and so does writing the output rows from the race's last
+  segment per request instead of a third launch (an acquire-release atomic per segment).
 - **Graphs read the caller's tensors in place** (nothing is copied, nothing written). A graph is keyed
   by every tensor's address, shape, stride and dtype, the counts and the flags, and is captured the
   second time its key is seen; the first sighting, any other shape of call (per-request generators,
@@ -88,15 +83,8 @@ race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``, on a
 the statistics launch), then the chunked race. The drawing race computes Philox, a log, an exp and
 two IEEE divisions for every one of the B · V columns after the statistics launch; the tensor path
 draws during that launch (memory-bound, so its SMs have ALU to spare) and its race reads the
-noise. Bare graph replays, one H100, medians of 100 (2026-12-06), drawing race against noise
-tensors, first process: 1 × 4 20.1 / 21.8 µs, 8 × 4 29.6 / 26.3, 16 × 4 41.8 / 39.3, 32 × 4 69.9 /
-61.9, 64 × 4 104.2 / 104.3; second process (another H100, three medians each): 1 × 4 18.1 / 20.1,
-2 × 4 19.7 / 20.9, 3 × 4 21.1 / 22.2, 4 × 4 21.0 / 22.0, 6 × 4 23.5 / 23.0, 8 × 4 25.8 / 24.8,
-32 × 4 63.4 / 61.9: the drawing race wins up to 4 requests. Until then the bound was 2²², set when
-the tensors were drawn by torch's ``exponential_``, whose programs fill every SM and so did not
-overlap the statistics launch: one H200, whole calls (2026-12-04), torch draws against kernel
-draws, 1 × 4 57.5–74.2 / 47.3–59.0 µs, 8 × 4 89.4–96.7 / 74.7–79.4, 32 × 4 125.6–127.2 /
-110.4–112.0."""
+noise. In bare graph replays at V = 128,256 the drawing race is the faster up to about 4 requests,
+hence the bound (the figures: ``benchmarks/results/2026-12-07-docstring-history.md``)."""
 
 MIN_VOCAB: Final = 16
 """Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""

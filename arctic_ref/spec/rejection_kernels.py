@@ -948,11 +948,9 @@ if TRITON_AVAILABLE:
         temperatures, 8: a random request's temperature is not finite — and ``flags[1]`` (the NaN
         flag) zeroed.
 
-        One program runs this, yet its width slowed every statistics program: one H200, two processes
-        of one session, graph replays with ``BLOCK`` = 1024 / 128 (2026-12-04): the statistics launch
-        took 175.1 / 155.0 µs at 256 × 4 and 623.0 / 540.3 at 256 × 16 (6.2 / 6.0 at 1 × 4). The likely
-        cause (register counts not read): a kernel's registers per thread are set by its largest code
-        path, here 1,024 int64 lanes, 8 per thread at 4 warps."""
+        One program runs this, yet its width sets the registers of every statistics program (a
+        kernel's registers per thread follow its largest code path), so it runs on few lanes (the
+        caller passes 128)."""
         bad_cu = 0
         random = 0
         bad_temp = 0

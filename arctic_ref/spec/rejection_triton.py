@@ -59,9 +59,8 @@ def stats_config(rows: int) -> tuple[int, int]:
     """(columns per step, warps) of the statistics programs for a call of ``rows`` draft rows. The
     online softmax's sums run per step, so these settings fix the bits of m and s: the fused path
     and ``row_stats`` (the reference's softmax on CUDA) both take them from here, for the same rows.
-    Per-kernel GPU times on one H200 (``benchmarks/breakdown_rejection_gpu.py``, 2026-12-04): 4 rows
-    4.3 µs with 4096 × 8 against 5.3 with 2048 × 4; 32 rows 7.2 against 8.4; 128 rows 19.7 against
-    27.4; 1024 rows 129.0 with 1024 × 4 against 133.4 with 2048 × 4; 4096 rows 510.5 against 531.1."""
+    The settings are the faster ones per row count in ``benchmarks/breakdown_rejection_gpu.py``'s
+    per-kernel sweep."""
     if rows <= 8:
         return 4096, 8
     return (2048, 4) if rows < 1024 else (1024, 4)

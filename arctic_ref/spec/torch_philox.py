@@ -107,10 +107,8 @@ if TRITON_AVAILABLE:
     def uniform_from_state(state_ptr, li, stride):  # type: ignore[no-untyped-def]
         """``uniform64_at`` with the seed and offset at ``state_ptr`` (int64 [2]). They may be pinned
         host memory that the host rewrites between launches: plain loads see each launch's values,
-        as CUDA makes host writes made before a launch visible to it. Volatile loads
-        (``ld.volatile``, d97a466) are not needed and cost a bus read per thread: one H200, one
-        process, ``RejectionSampler`` calls, medians of six medians of 200 (2026-12-04), volatile
-        against plain: 1 × 4 167.4 / 81.6 µs, 8 × 4 319.3 / 60.3, 32 × 4 1,126.6 / 89.4."""
+        as CUDA makes host writes made before a launch visible to it. Volatile loads are not needed,
+        and cost a bus read per thread."""
         return uniform64_at(tl.load(state_ptr), tl.load(state_ptr + 1), li, stride)
 
     @triton.jit
@@ -210,12 +208,7 @@ def draw_from_state(
     uniforms' increment, as ``draw_like_torch``'s. With ``exponential_stream`` the exponentials are
     drawn there, after the work queued so far on the current stream, by one program per SM, so that
     the caller's next launch runs beside them (the caller waits for that stream before reading
-    them).
-
-    Graph replays on one H200 (2026-12-04, three medians each; a lab script, statistics and race
-    with ``fused_kernels`` on the current stream): 256 × 4 took 313.1–315.3 µs with torch's
-    ``exponential_`` on a side stream (its 1,056 programs fill every SM, so nothing runs beside
-    them) and 274.2–274.9 µs with this draw there; 256 × 16 took 699.6–708.8 and 672.7–689.1 µs."""
+    them; torch's own ``exponential_`` fills every SM, so nothing would run beside it)."""
     if state.dtype != torch.int64 or state.shape != (2,) or not state.is_cuda:
         raise ValueError(f"state: int64 [2] on a CUDA device, got {state.dtype} {tuple(state.shape)} on {state.device}")
     if uniforms.unroll != 2 or exponentials.unroll != 4 or vocab < 1 or exponentials.numel % vocab:
