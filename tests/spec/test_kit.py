@@ -6,7 +6,7 @@ import torch
 from arctic_ref.spec import rejection_sample, rejection_sample_loop, rejection_sample_with_noise
 from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
 from arctic_ref.testing.rejection.mutants import MUTATIONS, MutantLoop
-from arctic_ref.testing.rejection.report import Status
+from arctic_ref.testing.rejection.report import CheckStatus
 from arctic_ref.testing.rejection.vllm_bugs import VLLM_BUG_SAMPLERS, SamplerBugReplay
 
 
@@ -15,7 +15,7 @@ def test_vectorised_full_report_is_clean() -> None:
     report = check_rejection_sampler(rejection_sample, level="full", name="rejection_sample")
     print(report.to_markdown())
     assert report.ok, report.to_markdown()
-    assert {c.id for c in report.checks if c.status is Status.PASS} >= {
+    assert {c.id for c in report.checks if c.status is CheckStatus.PASS} >= {
         "E1",
         "E8",
         "E12",
@@ -32,7 +32,7 @@ def test_vectorised_with_injected_noise_is_clean() -> None:
     candidate = Injectable(rejection_sample_with_noise)
     report = check_rejection_sampler(candidate, with_noise=candidate.inject, level="full", statistics=False)
     assert report.ok, report.to_markdown()
-    assert all(c.status is Status.PASS for c in report.checks if c.id != "RNG-ORDER")
+    assert all(c.status is CheckStatus.PASS for c in report.checks if c.id != "RNG-ORDER")
 
 
 def test_loop_reference_exact_checks_are_clean() -> None:
@@ -63,7 +63,7 @@ def test_every_mutant_is_caught(mutation: str) -> None:
 def test_every_vllm_bug_replay_is_caught(replay: SamplerBugReplay) -> None:
     """vLLM's bugs of bugs.md, each as an external sampler: the kit fails it on the named checks."""
     report = check_rejection_sampler(replay.sampler, level="quick", statistics=False, name=replay.id)
-    failed = {c.id for c in report.checks if c.status is Status.FAIL}
+    failed = {c.id for c in report.checks if c.status is CheckStatus.FAIL}
     assert replay.caught_by <= failed, f"{replay.id}: failed {sorted(failed)}, expected {sorted(replay.caught_by)}"
 
 

@@ -26,7 +26,7 @@ from arctic_ref.testing.rejection.corpus import (
     random_noise,
 )
 from arctic_ref.testing.rejection.malformed import malformed_output
-from arctic_ref.testing.rejection.report import CheckResult, NoiseInjector, RejectionSampleFn, Status
+from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, NoiseInjector, RejectionSampleFn
 from arctic_ref.testing.rejection.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
 
 
@@ -147,17 +147,19 @@ class _Tally:
                     CheckResult(
                         id=check,
                         kind="exact",
-                        status=Status.FAIL,
+                        status=CheckStatus.FAIL,
                         statistic=float(count),
                         detail=f"{count} of {self.runs[check]} failed",
                         counterexample=first,
                     )
                 )
             elif check in self.skips:
-                out.append(CheckResult(id=check, kind="exact", status=Status.SKIP, detail=self.skips[check]))
+                out.append(CheckResult(id=check, kind="exact", status=CheckStatus.SKIP, detail=self.skips[check]))
             else:
                 out.append(
-                    CheckResult(id=check, kind="exact", status=Status.PASS, detail=f"{self.runs.get(check, 0)} cases")
+                    CheckResult(
+                        id=check, kind="exact", status=CheckStatus.PASS, detail=f"{self.runs.get(check, 0)} cases"
+                    )
                 )
         return out
 

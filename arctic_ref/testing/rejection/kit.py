@@ -21,10 +21,10 @@ from arctic_ref.spec.profile import INTENDED, SamplerProfile
 from arctic_ref.testing.rejection.exact import Candidate, exact_checks
 from arctic_ref.testing.rejection.report import (
     KNOWN_DIFFERENCE_OF_CHECK,
+    CheckStatus,
     ConformanceReport,
     NoiseInjector,
     RejectionSampleFn,
-    Status,
 )
 from arctic_ref.testing.rejection.stats import statistical_checks
 
@@ -69,8 +69,10 @@ def check_rejection_sampler(
             results += statistical_checks(sampler, level=level, seed=seed, greedy_temperature=greedy_temperature)
     for result in results:
         explained = KNOWN_DIFFERENCE_OF_CHECK.get(result.id)
-        if result.status is Status.FAIL and explained in known_differences:
-            result = replace(result, status=Status.KNOWN, detail=f"{explained} (verification.md §2.4): {result.detail}")
+        if result.status is CheckStatus.FAIL and explained in known_differences:
+            result = replace(
+                result, status=CheckStatus.KNOWN, detail=f"{explained} (verification.md §2.4): {result.detail}"
+            )
         report.checks.append(result)
     return report
 

@@ -33,7 +33,7 @@ class RejectionSampleFn(Protocol):
 NoiseInjector = Callable[[RejectionNoise], AbstractContextManager[None]]
 
 
-class Status(StrEnum):
+class CheckStatus(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
@@ -48,7 +48,7 @@ KNOWN_DIFFERENCE_OF_CHECK = {"E6": "X1", "E11": "X4", "E14": "X6", "E15": "X5", 
 class CheckResult:
     id: str
     kind: Literal["exact", "statistical"]
-    status: Status
+    status: CheckStatus
     statistic: float | None = None
     p_value: float | None = None
     threshold: float | None = None
@@ -67,10 +67,10 @@ class ConformanceReport:
 
     @property
     def ok(self) -> bool:
-        return all(c.status is not Status.FAIL for c in self.checks)
+        return all(c.status is not CheckStatus.FAIL for c in self.checks)
 
     def failed(self) -> list[str]:
-        return [c.id for c in self.checks if c.status is Status.FAIL]
+        return [c.id for c in self.checks if c.status is CheckStatus.FAIL]
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "ok": self.ok}, indent=2, default=str)

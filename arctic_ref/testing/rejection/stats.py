@@ -22,7 +22,7 @@ from arctic_ref.spec.noise import draw_noise
 from arctic_ref.spec.rejection import recover
 from arctic_ref.spec.sampling import compute_target_probs
 from arctic_ref.testing.rejection.malformed import require_well_formed
-from arctic_ref.testing.rejection.report import CheckResult, RejectionSampleFn, Status
+from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, RejectionSampleFn
 from arctic_ref.testing.rejection.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
 
 FAMILY_ALPHA: Final = 1e-4
@@ -218,7 +218,7 @@ def statistical_checks(
         return _statistical_checks(sampler, level=level, seed=seed)
     except Exception as error:  # the candidate's failure is the result; the kit never raises
         detail = f"the statistical checks stopped: {type(error).__name__}: {error}"
-        return [CheckResult(id=c, kind="statistical", status=Status.FAIL, detail=detail) for c in STATISTICAL_IDS]
+        return [CheckResult(id=c, kind="statistical", status=CheckStatus.FAIL, detail=detail) for c in STATISTICAL_IDS]
 
 
 def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) -> list[CheckResult]:
@@ -313,7 +313,7 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
         mine = [(o, e, lab) for c, o, e, lab in planned if c == check]
         worst = min(((chi_square(o, e), lab) for o, e, lab in mine), key=lambda x: x[0][2], default=None)
         if worst is None:
-            results.append(CheckResult(id=check, kind="statistical", status=Status.SKIP, detail="no test planned"))
+            results.append(CheckResult(id=check, kind="statistical", status=CheckStatus.SKIP, detail="no test planned"))
             continue
         (statistic, df, p_value), lab = worst
         failed = p_value < alpha
@@ -321,7 +321,7 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
             CheckResult(
                 id=check,
                 kind="statistical",
-                status=Status.FAIL if failed else Status.PASS,
+                status=CheckStatus.FAIL if failed else CheckStatus.PASS,
                 statistic=statistic,
                 p_value=p_value,
                 threshold=alpha,
@@ -332,17 +332,19 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
         CheckResult(
             id="S2",
             kind="statistical",
-            status=Status.FAIL if band_failures else Status.PASS,
+            status=CheckStatus.FAIL if band_failures else CheckStatus.PASS,
             detail="; ".join(band_failures[:3])
             or "acceptance inside the 5-sigma band at every position; mean length matches",
         )
     )
     if shortfalls:
         results.append(
-            CheckResult(id="S-DESIGN", kind="statistical", status=Status.FAIL, detail="; ".join(shortfalls[:3]))
+            CheckResult(id="S-DESIGN", kind="statistical", status=CheckStatus.FAIL, detail="; ".join(shortfalls[:3]))
         )
     results.append(
-        CheckResult(id="S5-SPEED", kind="statistical", status=Status.PASS if s5[1] else Status.FAIL, detail=s5[2])
+        CheckResult(
+            id="S5-SPEED", kind="statistical", status=CheckStatus.PASS if s5[1] else CheckStatus.FAIL, detail=s5[2]
+        )
     )
     return results
 

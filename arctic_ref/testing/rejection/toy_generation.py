@@ -21,14 +21,14 @@ from arctic_ref.testing.rejection.malformed import require_well_formed
 from arctic_ref.testing.rejection.report import RejectionSampleFn
 
 #: A drafter: (contexts [B, L], model table, k, generator) → (drafts [B, k], draft probs [B, k, V] or None).
-Drafter = Callable[[Tensor, Tensor, int, torch.Generator], tuple[Tensor, Tensor | None]]
+ToyDrafter = Callable[[Tensor, Tensor, int, torch.Generator], tuple[Tensor, Tensor | None]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NamedDrafter:
     name: str
     k: int
-    propose: Drafter
+    propose: ToyDrafter
 
 
 def _model_logits(table: Tensor, contexts: Tensor) -> Tensor:
