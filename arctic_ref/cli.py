@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from arctic_ref.check_options import LEVELS, TARGET_COMPONENTS, CheckOptions
 from arctic_ref.model.config import DTYPES
 from arctic_ref.parallel.launch import RankFailed
 from arctic_ref.runner.engine import KERNELS
@@ -27,13 +28,8 @@ from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.plot import plot_replay
 from arctic_ref.suffix.simulate import Replay, SimulationConfig, SuffixCacheLike, replay, summarize
 from arctic_ref.suffix.trace_file import TraceRequest, read_trace
+from arctic_ref.suffix.upstream import UpstreamSuffixDecodingCache
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.battery import Outcome
-from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
-from arctic_ref.testing.report_file import check_report_path, write_report
-from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
-from arctic_ref.testing.targets.cli_run import build_impl_checks, run_impl_checks
-from arctic_ref.testing.targets.registry import TargetOptions
 
 
 def _say(message: str) -> None:
@@ -64,27 +60,36 @@ class _ProgressBar:
 
 
 def _check(args: argparse.Namespace) -> int:
+    # The kit needs the 'testing' extra (Hypothesis, SciPy), which generate and simulate do not: it
+    # is imported when check runs, so that a base install's other commands work.
+    try:
+        from arctic_ref.testing import check_report, front_door
+    except ImportError as error:
+        _say(f"arctic-ref check: {error}")
+        return 2
     if args.report is not None:
-        check_report_path(args.report)
+        check_report.check_report_path(args.report)
     if args.impl:
-        options = TargetOptions(
+        options = CheckOptions(
             level=args.level, strict=args.strict, statistics=not args.no_statistics, option_prefix="--impl "
         )
-        checks = build_impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
-        _say(f"arctic-ref check: {len(checks)} checks of {', '.join(args.impl)}")
-        results = run_impl_checks(checks, _say)
+        built = front_door.impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
+        _say(f"arctic-ref check: {sum(len(c) for _, c in built)} checks of {', '.join(args.impl)}")
+        runs = [run for spec, checks in built for run in front_door.run_checks(checks, _say, source=spec)]
         noun = "implementations"
     else:
-        _say("arctic-ref check: conformance batteries on embedded defaults")
-        only = frozenset(part for part in args.only.split(",") if part) if args.only else None
-        results = run_batteries(_say, only)
+        _say("arctic-ref check: every component's checks on arctic_ref's own implementation")
+        checks = front_door.our_checks(CheckOptions())
+        if args.only:
+            checks = front_door.select(checks, (part for part in args.only.split(",") if part))
+        runs = front_door.run_checks(checks, _say)
         noun = "batteries"
-    print(format_report(results))
-    failed = [r for r in results if r.outcome is Outcome.FAIL]
-    ids = len(dict.fromkeys(r.battery_id for r in results))
-    print(f"\n{ids} {noun}, {len(results)} rows: {len(results) - len(failed)} passed or skipped, {len(failed)} failed")
+    print(check_report.format_report(runs))
+    failed = [run for run in runs if not run.verdict.passed and not run.verdict.skipped]
+    ids = len(dict.fromkeys(run.source or run.check.qualified_id for run in runs))
+    print(f"\n{ids} {noun}, {len(runs)} rows: {len(runs) - len(failed)} passed or skipped, {len(failed)} failed")
     if args.report is not None:
-        write_report(results, args.report)
+        check_report.write_report(runs, args.report)
         _say(f"report written to {args.report}")
     return 1 if failed else 0
 
@@ -267,16 +272,18 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
     )
-    check.add_argument("--only", help=f"comma-separated battery ids: {', '.join(BATTERY_IDS)}")
+    check.add_argument(
+        "--only", help="comma-separated check ids (layout), qualified ids (suffix-tree/bad-input) or groups (layouts)"
+    )
     check.add_argument(
         "--impl",
         action="append",
         default=[],
         metavar="COMPONENT=MODULE:ATTR",
-        help="check your implementation instead of the batteries (repeatable); COMPONENT is one of "
-        "suffix-cache, suffix-tree, sampler, exchange, drafter (as the pytest plugin's options)",
+        help="check your implementation instead of ours (repeatable); COMPONENT is one of "
+        f"{', '.join(TARGET_COMPONENTS)} (as the pytest plugin's options)",
     )
-    check.add_argument("--level", choices=("quick", "full"), default="quick", help="sampler kit level (--impl)")
+    check.add_argument("--level", choices=LEVELS, default="quick", help="sampler kit level (--impl)")
     check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
     check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")
     check.add_argument("--report", type=Path, metavar="PATH", help="also write the table as .md, .json or JUnit .xml")

@@ -1,55 +1,65 @@
 """The pytest plugin (entry point ``pytest11``): ``pytest --arctic-ref-suffix-cache=MODULE:FACTORY``
-(and ``-suffix-tree``, ``-sampler``, ``-drafter``) collects arctic_ref's checks of that implementation
-as ordinary items with stable ids, from any directory. Without an ``--arctic-ref-*`` option it adds
-no items and imports neither the kit nor torch (only ``arctic_ref``'s pure-Python top level).
+(and ``-suffix-tree``, ``-sampler``, ``-exchange``, ``-drafter``) collects arctic_ref's checks of
+that implementation as ordinary items with stable ids, from any directory. The checks are the ones
+``arctic-ref check --impl`` runs: ``arctic_ref.testing.front_door.component_checks``.
 
-The kit is imported inside the hooks, by name, on purpose: a ``pytest11`` plugin is imported in
-every pytest run of the environment, before any ``conftest.py``. Importing the kit at plugin import
-would cost every unrelated run about two seconds, and would import arctic_ref before a suite's own
-import hooks (jaxtyping's runtime checks) are installed.
+A ``pytest11`` plugin is imported in every pytest run of the environment, before any
+``conftest.py``. So at import it loads only ``arctic_ref.check_options`` (the standard library); the
+kit, and with it torch, is imported inside the hooks, and only when an ``--arctic-ref-*`` option
+asks for a check. Importing the kit earlier would cost every unrelated run about two seconds, fail
+where the ``testing`` extra is not installed, and import arctic_ref before a suite's own import
+hooks (jaxtyping's runtime checks) are installed.
 """
 
-import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-COMPONENT_OPTIONS = {
-    "suffix-cache": "MODULE:FACTORY returning an object with arctic-inference 0.3.0's SuffixDecodingCache API; "
-    "the factory takes no arguments or (max_tree_depth, max_cached_requests)",
-    "suffix-tree": "MODULE:FACTORY returning an object with arctic-inference 0.3.0's SuffixTree API; "
-    "the factory takes no arguments or (max_depth)",
-    "sampler": "MODULE:FUNCTION with vLLM's rejection_sample argument list (arctic_ref.spec.rejection_sample)",
-    "exchange": "MODULE:FACTORY returning a Ulysses exchange (seq_to_heads(x, comm), heads_to_seq(y, comm)), "
-    "built on every rank and run inside the reference forward over the layout matrix",
-    "drafter": "MODULE:FACTORY returning a drafter with propose(rows) or propose_with_hidden(rows, hidden, "
-    "num_drafts); the factory takes no arguments or (max_model_len)",
-}
-KIT = "arctic_ref.testing.targets"
+from arctic_ref.check_options import (
+    BACKENDS,
+    DEVICES,
+    HYPOTHESIS_PROFILES,
+    LEVELS,
+    SAMPLER_PROFILE_NAMES,
+    TARGET_COMPONENTS,
+    TARGET_HELP,
+    CheckOptions,
+    TargetComponent,
+)
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TracebackStyle
+
+    from arctic_ref.suffix.cache import SuffixDecodingCache
+    from arctic_ref.testing.check import Check
+    from arctic_ref.testing.layouts.matrix import LayoutCase, LayoutOutcome
+    from arctic_ref.testing.rejection.report import ConformanceReport
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("arctic-ref", "check your implementation against arctic_ref")
-    for component, meaning in COMPONENT_OPTIONS.items():
-        group.addoption(f"--arctic-ref-{component}", action="append", default=[], metavar="MODULE:ATTR", help=meaning)
+    for component in TARGET_COMPONENTS:
+        group.addoption(
+            f"--arctic-ref-{component}", action="append", default=[], metavar="MODULE:ATTR", help=TARGET_HELP[component]
+        )
     group.addoption(
         "--arctic-ref-level",
-        choices=("quick", "full"),
+        choices=LEVELS,
         default="quick",
         help="sampler kit level: quick (400 exact cases, 50,000 requests per statistical test) or full",
     )
-    group.addoption("--arctic-ref-device", choices=("cpu", "cuda"), default="cpu", help="device of the sampler kit")
+    group.addoption("--arctic-ref-device", choices=DEVICES, default="cpu", help="device of the sampler kit")
     group.addoption(
         "--arctic-ref-profile",
-        choices=("intended", "vllm-0.9.2"),
+        choices=SAMPLER_PROFILE_NAMES,
         default="intended",
         help="sampler profile: the intended numerics, or vLLM 0.9.2's",
     )
     group.addoption(
         "--arctic-ref-backend",
-        choices=("gloo", "nccl"),
+        choices=BACKENDS,
         default="gloo",
         help="the exchange's process groups: gloo on CPU, nccl with one GPU per rank",
     )
@@ -65,16 +75,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--arctic-ref-hypothesis-profile",
-        choices=("dev", "ci", "nightly"),
+        choices=HYPOTHESIS_PROFILES,
         default="ci",
         help="Hypothesis profile of the state machines (ci: derandomized, the default)",
     )
 
 
-def _requested(config: pytest.Config) -> list[tuple[str, str]]:
+def _requested(config: pytest.Config) -> list[tuple[TargetComponent, str]]:
     return [
-        (component, value) for component in COMPONENT_OPTIONS for value in config.getoption(f"--arctic-ref-{component}")
+        (component, value) for component in TARGET_COMPONENTS for value in config.getoption(f"--arctic-ref-{component}")
     ]
+
+
+def _options(config: pytest.Config) -> CheckOptions:
+    return CheckOptions(
+        level=config.getoption("--arctic-ref-level"),
+        device=config.getoption("--arctic-ref-device"),
+        profile=config.getoption("--arctic-ref-profile"),
+        strict=config.getoption("--arctic-ref-strict"),
+        hypothesis_profile=config.getoption("--arctic-ref-hypothesis-profile"),
+        statistics=not config.getoption("--arctic-ref-no-statistics"),
+        backend=config.getoption("--arctic-ref-backend"),
+    )
+
+
+_CHECKS = pytest.StashKey[list[tuple[str, list["Check"]]]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -84,52 +109,50 @@ def pytest_configure(config: pytest.Config) -> None:
     requested = _requested(config)
     if not requested:
         return
-    targets = importlib.import_module(f"{KIT}.registry")
-    loading = importlib.import_module(f"{KIT}.loading")
-    importlib.import_module("arctic_ref.testing.profiles").register_profiles()
-    options = targets.TargetOptions(
-        level=config.getoption("--arctic-ref-level"),
-        device=config.getoption("--arctic-ref-device"),
-        profile=config.getoption("--arctic-ref-profile"),
-        strict=config.getoption("--arctic-ref-strict"),
-        hypothesis_profile=config.getoption("--arctic-ref-hypothesis-profile"),
-        statistics=not config.getoption("--arctic-ref-no-statistics"),
-        backend=config.getoption("--arctic-ref-backend"),
-    )
+    # Lazy on purpose: the kit (and torch) loads only when a check was asked for (module docstring).
+    from arctic_ref.testing.front_door import component_checks
+    from arctic_ref.testing.loading import TargetError
+
+    options = _options(config)
     checks = []
     for component, value in requested:
         try:
-            checks.append(
-                (value, targets.target_checks(component, value, options, base_dir=config.invocation_params.dir))
-            )
-        except loading.TargetError as error:
+            checks.append((value, component_checks(component, value, options, base_dir=config.invocation_params.dir)))
+        except TargetError as error:
             raise pytest.UsageError(str(error)) from None
     config.stash[_CHECKS] = checks
 
 
-_CHECKS = pytest.StashKey[list[tuple[str, list[Any]]]]()
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``--arctic-ref-*`` options, never collect a checkout of arctic_ref itself found below
+    the invocation directory (a clone beside your code): its own suite's conftest would stop the
+    run ("Defining 'pytest_plugins' in a non-top-level conftest") before any check runs."""
+    if not _requested(config) or not collection_path.is_dir():
+        return None
+    here = config.invocation_params.dir
+    is_clone = (collection_path / "arctic_ref" / "pytest_plugin.py").is_file() and collection_path != here
+    return True if is_clone and here not in collection_path.parents else None
 
 
 class ArcticRefItem(pytest.Item):
     """One check of the user's implementation; its id is ``arctic-ref/<component>/<value>::<check>``."""
 
-    def __init__(self, *, check: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.check = check
-        self.add_marker(pytest.mark.arctic_ref)
+    check: "Check"
+    """Set by ``ArcticRefCollector.collect`` right after ``from_parent``."""
 
     def runtest(self) -> None:
-        verdict_module = importlib.import_module(f"{KIT}.verdict")
-        verdict = verdict_module.run_check(self.check)
+        from arctic_ref.testing.check import failure_text, run_check  # loaded already by pytest_configure
+
+        verdict = run_check(self.check)
         if verdict.skipped:
             pytest.skip(verdict.skipped)
         if verdict.known_difference and verdict.passed:
             self.user_properties.append(("known_difference", verdict.known_difference))
         if not verdict.passed:
-            raise CheckFailed(verdict_module.failure_text(self.check, verdict))
+            raise CheckFailed(failure_text(self.check, verdict))
         self.user_properties.append(("compared", verdict.compared))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: "TracebackStyle | None" = None) -> str:
         if isinstance(excinfo.value, CheckFailed):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
@@ -145,13 +168,15 @@ class CheckFailed(Exception):
 class ArcticRefCollector(pytest.Collector):
     """The checks of one ``--arctic-ref-<component>=VALUE``."""
 
-    def __init__(self, *, checks: list[Any], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.checks = checks
+    checks: list["Check"]
+    """Set by ``pytest_collection_modifyitems`` right after ``from_parent``."""
 
     def collect(self) -> Iterator[pytest.Item]:
         for check in self.checks:
-            yield ArcticRefItem.from_parent(self, name=check.id, check=check)
+            item = ArcticRefItem.from_parent(self, name=check.id)
+            item.check = check
+            item.add_marker(pytest.mark.arctic_ref)
+            yield item
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -160,32 +185,44 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for value, checks in config.stash.get(_CHECKS, []):
         component = checks[0].component if checks else "none"
         name = f"arctic-ref/{component}/{value}"
-        collector = ArcticRefCollector.from_parent(session, name=name, nodeid=name, checks=checks)
+        collector = ArcticRefCollector.from_parent(session, name=name, nodeid=name)
+        collector.checks = checks
         items.extend(collector.collect())
 
 
 @pytest.fixture
-def arctic_ref_suffix_cache() -> Callable[..., Any]:
+def arctic_ref_suffix_cache() -> "type[SuffixDecodingCache]":
     """A factory of arctic_ref's reference ``SuffixDecodingCache`` (upstream 0.3.0's signature)."""
-    return importlib.import_module("arctic_ref.suffix").SuffixDecodingCache  # type: ignore[no-any-return]
+    from arctic_ref.suffix.cache import SuffixDecodingCache  # lazy: see the module docstring
+
+    return SuffixDecodingCache
 
 
 @pytest.fixture
-def arctic_ref_rejection_kit() -> Callable[..., Any]:
+def arctic_ref_rejection_kit() -> "Callable[..., ConformanceReport]":
     """``check_rejection_sampler``: call it on your sampler, assert ``report.ok``."""
-    return importlib.import_module("arctic_ref.testing").check_rejection_sampler  # type: ignore[no-any-return]
+    from arctic_ref.testing.rejection.kit import check_rejection_sampler  # lazy: see the module docstring
+
+    return check_rejection_sampler
 
 
 @pytest.fixture
-def arctic_ref_layout_runner() -> Callable[..., Any]:
+def arctic_ref_layout_runner() -> "Callable[[LayoutCase], LayoutOutcome]":
     """``run_layout(case)``: one ``LayoutCase`` (``LAYOUTS[i]``, or one changed with
     ``dataclasses.replace``) run on its world size over gloo; returns rank 0's ``LayoutOutcome``,
     to ``compare`` with ``run_layout(LAYOUTS[0])``."""
-    return importlib.import_module("arctic_ref.testing.layouts.matrix").run_layout  # type: ignore[no-any-return]
+    from arctic_ref.testing.layouts.matrix import run_layout  # lazy: see the module docstring
+
+    return run_layout
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     requested = _requested(config)
     if not requested:
         return None
-    return "arctic-ref: checking " + ", ".join(f"{c}={v}" for c, v in requested)
+    profile = config.getoption("--arctic-ref-hypothesis-profile")
+    return (
+        "arctic-ref: checking "
+        + ", ".join(f"{c}={v}" for c, v in requested)
+        + f"; its state machines run Hypothesis profile {profile!r}, whatever the session's default profile is"
+    )

@@ -22,8 +22,8 @@ import pytest
 from arctic_ref.suffix import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
 from arctic_ref.suffix.trace_file import TraceRequest
+from arctic_ref.suffix.upstream import UpstreamSuffixDecodingCache
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.suffix.upstream import UpstreamSuffixDecodingCache
 
 pytestmark = pytest.mark.skipif(UpstreamSuffixDecodingCache is None, reason="needs arctic-inference 0.3.0")
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from arctic_ref.check_options import CheckOptions
 from arctic_ref.testing.bug_catalogue import CATALOGUE, BugCoverage, render_table
-from arctic_ref.testing.check import all_batteries
+from arctic_ref.testing.front_door import our_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = [f"AI-{i}" for i in range(1, 26)] + [f"V-{i}" for i in range(1, 17)]
@@ -31,7 +32,7 @@ def _defined(path: Path, names: list[str]) -> bool:
 
 @pytest.mark.parametrize("row", CATALOGUE, ids=lambda row: row.id)
 def test_every_cited_check_exists(row: BugCoverage) -> None:
-    batteries = {name for name, _ in all_batteries()} | MULTI_PROCESS
+    batteries = {check.id for check in our_checks(CheckOptions())} | MULTI_PROCESS
     for check in (c.strip() for c in row.check.split(",")):
         if check == "—":
             assert row.status in ("absent", "gpu", "open"), f"{row.id}: a {row.status} row names no check"

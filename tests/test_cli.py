@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from arctic_ref.check_options import CheckOptions
 from arctic_ref.cli import main
 from arctic_ref.model.config import tiny_config
 from arctic_ref.parallel.launch import RankInfo
@@ -15,9 +16,9 @@ from arctic_ref.runner.drafters import HiddenStateDrafter
 from arctic_ref.runner.generate import GenerateJob, NumSpecDefaults, SpecMethod, generate_on_rank
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.suffix.trace_file import read_trace, write_trace
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.check import BATTERY_IDS, all_batteries
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE
+from arctic_ref.testing.front_door import our_checks
 
 
 def simulate(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, object]:
@@ -110,7 +111,8 @@ def test_impl_both_reports_identical_drafts_and_ratios(capsys: pytest.CaptureFix
 def test_check_single_process_batteries_pass(capsys: pytest.CaptureFixture[str]) -> None:
     """Every battery but the multi-process ``layouts`` group, which conformance/ runs in the same CI
     job (the same workers and comparisons); the full command is the slow test below."""
-    assert main(["check", "--only", ",".join(BATTERY_IDS[:-1])]) == 0
+    single = [check.qualified_id for check in our_checks(CheckOptions()) if check.group != "layouts"]
+    assert main(["check", "--only", ",".join(single)]) == 0
     report = capsys.readouterr().out
     assert "FAIL" not in report.split("batteries passed")[0] and "suffix tree vs naive oracle" in report
 
@@ -204,7 +206,9 @@ def test_generate_with_drafts_is_lossless_and_reports_acceptance(capsys: pytest.
 
 def test_check_only_selects_batteries(capsys: pytest.CaptureFixture[str]) -> None:
 
-    assert [name for name, _ in all_batteries()] + ["layouts"] == list(BATTERY_IDS)
+    checks = our_checks(CheckOptions())
+    assert len({check.qualified_id for check in checks}) == len(checks)  # one definition per id
+    assert next(check.id for check in checks if check.group == "layouts") == "layouts"
     assert main(["check", "--only", "layout,cudagraph"]) == 0
     out = capsys.readouterr().out
     assert "layout: group tables" in out and "cudagraph:" in out and "suffix tree" not in out

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PRODUCT = (
     "arctic_ref",
     "arctic_ref.suffix",
@@ -60,6 +62,7 @@ def test_importing_the_plot_module_selects_no_backend() -> None:
 
 
 LAYERS = {
+    "check_options": 4,
     "types": 0,
     "suffix": 1,
     "parallel": 1,
@@ -108,17 +111,26 @@ def test_sub_packages_depend_in_the_allowed_order() -> None:
 
 
 def _public_definitions() -> dict[str, list[str]]:
-    """Public module-level class and function names → the modules defining them."""
+    """Public module-level names (classes, functions, constants, aliases, type variables) → the
+    modules defining them; ``logger`` and dunder names are every module's own."""
     where: dict[str, list[str]] = {}
     root = Path(__file__).resolve().parents[1] / "arctic_ref"
     for path in sorted(root.rglob("*.py")):
         for node in ast.parse(path.read_text(), str(path)).body:
-            if isinstance(node, ast.ClassDef | ast.FunctionDef) and not node.name.startswith("_"):
-                where.setdefault(node.name, []).append(str(path.relative_to(root.parent)))
+            names: list[str] = []
+            if isinstance(node, ast.ClassDef | ast.FunctionDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            for name in names:
+                if not name.startswith("_") and name != "logger":
+                    where.setdefault(name, []).append(str(path.relative_to(root.parent)))
     return where
 
 
-def test_no_two_public_types_or_functions_share_a_name() -> None:
+def test_no_two_public_symbols_share_a_name() -> None:
     shared = {name: paths for name, paths in _public_definitions().items() if len(paths) > 1}
     assert not shared, shared
 
@@ -130,3 +142,30 @@ def test_module_names_are_unambiguous() -> None:
         if path.name != "__init__.py":
             names.setdefault(path.name, []).append(str(path.relative_to(root)))
     assert not {n: p for n, p in names.items() if len(p) > 1}
+
+
+BASE_INSTALL_BLOCKED = ("hypothesis", "scipy", "matplotlib", "transformers", "pytest")
+"""What a base install (no extras) lacks: the CLI's entry point must still run generate and simulate."""
+
+
+def _cli_without_extras(*argv: str) -> subprocess.CompletedProcess[str]:
+    return _run_without(BASE_INSTALL_BLOCKED, f"from arctic_ref.cli import main; sys.exit(main({list(argv)!r}))")
+
+
+@pytest.mark.parametrize(
+    "argv", [("--help",), ("generate", "--help"), ("simulate", "--help"), ("simulate", "--requests", "2")]
+)
+def test_the_cli_runs_without_the_extras(argv: tuple[str, ...]) -> None:
+    done = _cli_without_extras(*argv)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout
+
+
+def test_check_without_the_extra_exits_2_naming_it() -> None:
+    done = _cli_without_extras("check", "--only", "layout")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines == [
+        "arctic-ref check: arctic_ref.testing needs the 'testing' extra (missing: hypothesis): "
+        "pip install 'arctic-ref[testing]'"
+    ]

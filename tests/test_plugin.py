@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bring-your-own"
 FAST = ("-p", "no:cacheprovider", "-o", "addopts=", "--arctic-ref-hypothesis-profile=dev")
@@ -142,3 +142,20 @@ def test_upstream_differences_are_reported_and_fail_only_when_strict(example: py
     strict = example.runpytest(*base, "--arctic-ref-strict")
     strict.assert_outcomes(failed=1)
     strict.stdout.fnmatch_lines(["*known upstream difference X1, X2, X5 (fails only with --arctic-ref-strict)*"])
+
+
+def test_a_clone_of_arctic_ref_below_the_run_is_not_collected(pytester: pytest.Pytester) -> None:
+    """The collection trap: run from a folder holding a checkout of arctic_ref, pytest would collect
+    its suite, whose non-top-level conftest declares ``pytest_plugins`` and stops the session."""
+    clone = pytester.path / "clone"
+    (clone / "arctic_ref").mkdir(parents=True)
+    (clone / "arctic_ref" / "pytest_plugin.py").write_text("")
+    (clone / "tests").mkdir()
+    (clone / "tests" / "conftest.py").write_text("pytest_plugins = ['pytester']\n")
+    (clone / "tests" / "test_theirs.py").write_text("def test_theirs():\n    assert False\n")
+    args = (*FAST, "--arctic-ref-suffix-tree=arctic_ref.suffix:SuffixTree", "-k", "bad-input")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*its state machines run Hypothesis profile 'dev'*"])
+    plain = pytester.runpytest("-p", "no:cacheprovider", "-o", "addopts=")  # no options: the plugin stays out
+    assert plain.ret != pytest.ExitCode.OK

@@ -6,15 +6,17 @@ import time
 
 import pytest
 
-from arctic_ref.testing.targets.verdict import (
+from arctic_ref.testing.check import (
+    Check,
     CheckTimeout,
     RunFailed,
     SharedRun,
-    TargetCheck,
     Verdict,
     run_check,
     time_limit,
 )
+from arctic_ref.testing.check_report import format_report
+from arctic_ref.testing.front_door import CheckRun
 
 
 def _spin(seconds: float) -> Verdict:
@@ -25,7 +27,7 @@ def _spin(seconds: float) -> Verdict:
 
 
 def test_a_check_past_its_bound_fails_saying_so() -> None:
-    check = TargetCheck(component="sampler", id="E1", meaning="spins", run=lambda: _spin(5.0), seconds=0.2)
+    check = Check(component="sampler", id="E1", meaning="spins", run=lambda: _spin(5.0), seconds=0.2)
     began = time.monotonic()
     verdict = run_check(check)
     assert time.monotonic() - began < 2.0
@@ -36,7 +38,7 @@ def test_a_raising_check_fails_with_the_exception() -> None:
     def boom() -> Verdict:
         raise KeyError("x")
 
-    verdict = run_check(TargetCheck(component="drafter", id="bounds", meaning="raises", run=boom))
+    verdict = run_check(Check(component="drafter", id="bounds", meaning="raises", run=boom))
     assert not verdict.passed and verdict.detail.startswith("raised KeyError: 'x'")
 
 
@@ -71,3 +73,27 @@ def test_a_shared_run_runs_once_per_key_and_keeps_its_failure() -> None:
     assert [shared.get(2), shared.get(2), shared.get(3)] == [20, 20, 30]
     assert shared.get(-1) == RunFailed("RuntimeError: rank -1 hung") == shared.get(-1)
     assert calls == [2, 3, -1]
+
+
+def test_an_exception_group_lists_every_sub_failure() -> None:
+    """Hypothesis reports several distinct failures as one group: each is named, with its notes."""
+    inner = ValueError("node [1, 2]: count 3, expected 2")
+    inner.add_note("state.extend(seq_id=0, tokens=[1, 2])")
+    group = ExceptionGroup("Hypothesis found 2 distinct failures.", [inner, KeyError("parent")])
+    verdict = run_check(Check(component="suffix-tree", id="tree-machine", meaning="m", run=lambda: _raise(group)))
+    assert "failure 1: raised ValueError: node [1, 2]: count 3, expected 2" in verdict.detail
+    assert "state.extend(seq_id=0, tokens=[1, 2])" in verdict.detail
+    assert "failure 2: raised KeyError: 'parent'" in verdict.detail
+
+
+def _raise(error: BaseException) -> Verdict:
+    raise error
+
+
+def test_the_report_table_keeps_one_line_per_row_and_prints_failures_below() -> None:
+    check = Check(component="sampler", id="E3", meaning="prefix", run=lambda: Verdict(passed=True))
+    failed = Verdict(passed=False, compared="rows", detail="first line\nsecond line")
+    table = format_report([CheckRun(check=check, verdict=failed, seconds=0.5, source="sampler=x:y")])
+    rows = [line for line in table.splitlines() if line.startswith("sampler=x:y")]
+    assert len(rows) == 1 and "(more below)" in rows[0] and "second line" not in rows[0]
+    assert "second line" in table.split(rows[0], 1)[1]

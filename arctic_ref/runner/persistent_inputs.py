@@ -6,7 +6,7 @@ from typing import Final
 import torch
 from torch import Tensor
 
-CAPACITY: Final = 64
+INPUT_SLOTS_CAPACITY: Final = 64
 
 _Key = tuple[str, tuple[int, ...], torch.dtype, torch.device]
 
@@ -17,7 +17,7 @@ class PersistentInputs:
     of an earlier step with the same shapes instead of running eagerly (the least recently used
     buffer goes when more than ``capacity`` are held)."""
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = INPUT_SLOTS_CAPACITY) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.capacity = capacity

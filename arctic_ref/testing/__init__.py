@@ -1,124 +1,108 @@
 """The kit: checks that point at an implementation (ours or yours) and say whether it conforms.
 
-Needs the ``testing`` extra (Hypothesis and SciPy): ``pip install 'arctic-ref[testing]'``.
-Everything a user imports is named in ``__all__`` below; the sub-packages hold the rest:
+Needs the ``testing`` extra (Hypothesis and SciPy): ``pip install 'arctic-ref[testing]'``. The
+names below are the kit's surface; each loads its module when first used, so importing the package
+loads nothing else. The sub-packages hold the rest:
 
-- ``suffix``: the naive suffix oracle, Hypothesis strategies, the tree and cache state machines,
-  adapters over upstream's C++ (suffix-decoding.md §9);
-- ``rejection``: the rejection-sampler conformance kit, exact and statistical (verification.md §6);
+- ``check``, ``front_door``, ``report``: the one check model (``Check``, ``Verdict``), the list of
+  checks per component, the report; ``components/``: one module of named checks per component;
+- ``suffix``: the naive suffix oracle, Hypothesis strategies, the tree and cache state machines
+  (docs/suffix-decoding.md §9);
+- ``rejection``: the rejection-sampler conformance kit, exact and statistical (docs/verification.md §6);
 - ``drafts``: the draft-selection suite, the seed's bug replays, the replays in a running runner
-  (verification.md §4, runner.md §2.6);
-- ``layouts``: the layout matrix and the multi-rank checks (parallel.md §5);
-- ``hf``: transformers as an oracle for the model (runner.md §3.7).
+  (docs/verification.md §4, docs/runner.md §2.6);
+- ``layouts``: the layout matrix and the multi-rank checks (docs/parallel.md §5);
+- ``hf``: transformers as an oracle for the model (docs/runner.md §3.7).
 """
 
-try:
-    import hypothesis
-    import scipy
-except ImportError as error:  # the product itself needs neither; the kit needs both
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Final
+
+
+def _missing(names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that cannot be imported (found without importing it), or None."""
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # ValueError: a module blocked with sys.modules[name] = None
+            found = False
+        if not found:
+            return name
+    return None
+
+
+_MISSING = _missing(("hypothesis", "scipy"))
+if _MISSING is not None:  # the product itself needs neither; the kit needs both
     raise ImportError(
-        f"arctic_ref.testing needs the 'testing' extra (missing: {error.name}): pip install 'arctic-ref[testing]'"
-    ) from error
+        f"arctic_ref.testing needs the 'testing' extra (missing: {_MISSING}): pip install 'arctic-ref[testing]'",
+        name=_MISSING,
+    )
 
-from arctic_ref.testing.battery import BatteryResult, Outcome
-from arctic_ref.testing.check import BATTERY_IDS, format_report, run_batteries
-from arctic_ref.testing.drafts.in_runner import (
-    RunnerReplayResult,
-    check_replay_in_runner,
-    check_replays_in_runner,
-    check_runner_replay,
-)
-from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay, replay_by_id
-from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, RunnerReplay
-from arctic_ref.testing.drafts.selection import SelectionCheck, check_draft_selection
-from arctic_ref.testing.layouts.cross_mode import check_cross_mode
-from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
-from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
-from arctic_ref.testing.layouts.matrix import (
-    L9,
-    LAYOUTS,
-    TOLERANCE,
-    Comparison,
-    LayoutCase,
-    LayoutOutcome,
-    compare,
-    run_case,
-    run_cases,
-    run_world,
-)
-from arctic_ref.testing.layouts.rank_figure import RankFigure
-from arctic_ref.testing.layouts.volume_check import check_volumes
-from arctic_ref.testing.rejection.kit import check_rejection_sampler
-from arctic_ref.testing.rejection.report import CheckResult, ConformanceReport, RejectionSampleFn, Status
-from arctic_ref.testing.suffix.differential import DifferentialReport, run_differential
-from arctic_ref.testing.suffix.machines import (
-    CacheImplementation,
-    Implementation,
-    SuffixCacheMachine,
-    SuffixTreeMachine,
-    reference_caches,
-    reference_trees,
-)
-from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
-from arctic_ref.testing.suffix.strategies import SpeculateArgs, bad_tokens, copied_tokens, speculate_args, token_lists
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
+if TYPE_CHECKING:
+    from arctic_ref.testing.check import Check, Verdict, run_check
+    from arctic_ref.testing.drafts.replays import BUG_REPLAYS
+    from arctic_ref.testing.drafts.selection import check_draft_selection
+    from arctic_ref.testing.front_door import component_checks, our_checks
+    from arctic_ref.testing.layouts.matrix import LAYOUTS, compare, run_cases
+    from arctic_ref.testing.rejection.kit import check_rejection_sampler
+    from arctic_ref.testing.rejection.report import ConformanceReport, RejectionSampleFn
+    from arctic_ref.testing.suffix.machines import (
+        Implementation,
+        SuffixCacheMachine,
+        SuffixTreeMachine,
+        reference_trees,
+    )
+    from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
 
-del hypothesis, scipy
+_HOME: Final[dict[str, str]] = {
+    "Check": "arctic_ref.testing.check",
+    "Verdict": "arctic_ref.testing.check",
+    "run_check": "arctic_ref.testing.check",
+    "component_checks": "arctic_ref.testing.front_door",
+    "our_checks": "arctic_ref.testing.front_door",
+    "check_rejection_sampler": "arctic_ref.testing.rejection.kit",
+    "ConformanceReport": "arctic_ref.testing.rejection.report",
+    "RejectionSampleFn": "arctic_ref.testing.rejection.report",
+    "NaiveSuffixIndex": "arctic_ref.testing.suffix.oracles",
+    "Implementation": "arctic_ref.testing.suffix.machines",
+    "SuffixTreeMachine": "arctic_ref.testing.suffix.machines",
+    "SuffixCacheMachine": "arctic_ref.testing.suffix.machines",
+    "reference_trees": "arctic_ref.testing.suffix.machines",
+    "BUG_REPLAYS": "arctic_ref.testing.drafts.replays",
+    "check_draft_selection": "arctic_ref.testing.drafts.selection",
+    "LAYOUTS": "arctic_ref.testing.layouts.matrix",
+    "compare": "arctic_ref.testing.layouts.matrix",
+    "run_cases": "arctic_ref.testing.layouts.matrix",
+}
+"""Where each public name is defined."""
 
 __all__ = [
-    "BATTERY_IDS",
     "BUG_REPLAYS",
-    "L9",
     "LAYOUTS",
-    "RUNNER_REPLAYS",
-    "TOLERANCE",
-    "UPSTREAM_AVAILABLE",
-    "BatteryResult",
-    "BugReplay",
-    "CacheImplementation",
-    "CheckResult",
-    "Comparison",
+    "Check",
     "ConformanceReport",
-    "DifferentialReport",
     "Implementation",
-    "LayoutCase",
-    "LayoutOutcome",
     "NaiveSuffixIndex",
-    "Outcome",
-    "RankFigure",
     "RejectionSampleFn",
-    "RunnerReplay",
-    "RunnerReplayResult",
-    "SelectionCheck",
-    "SpeculateArgs",
-    "Status",
     "SuffixCacheMachine",
     "SuffixTreeMachine",
-    "UpstreamSuffixDecodingCache",
-    "UpstreamSuffixTree",
-    "bad_tokens",
-    "check_cross_mode",
+    "Verdict",
     "check_draft_selection",
-    "check_exchanges",
-    "check_interleaved_layouts",
-    "check_kv_invariance",
-    "check_logits_order",
     "check_rejection_sampler",
-    "check_replay_in_runner",
-    "check_replays_in_runner",
-    "check_runner_replay",
-    "check_volumes",
     "compare",
-    "copied_tokens",
-    "format_report",
-    "reference_caches",
+    "component_checks",
+    "our_checks",
     "reference_trees",
-    "replay_by_id",
-    "run_batteries",
-    "run_case",
     "run_cases",
-    "run_differential",
-    "run_world",
-    "speculate_args",
-    "token_lists",
+    "run_check",
 ]
+assert sorted(__all__) == sorted(_HOME)
+
+
+def __getattr__(name: str) -> object:
+    """Load a public name's module on first use (PEP 562), so each component's checks import on
+    their own: the sampler kit never loads the layout matrix's process launcher."""
+    if name not in _HOME:
+        raise AttributeError(f"module 'arctic_ref.testing' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)

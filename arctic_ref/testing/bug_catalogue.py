@@ -21,7 +21,7 @@ Statuses:
 from dataclasses import dataclass
 from typing import Final, Literal
 
-Status = Literal["caught", "inert", "differs", "rule", "refused", "absent", "gpu", "open"]
+CoverageStatus = Literal["caught", "inert", "differs", "rule", "refused", "absent", "gpu", "open"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,7 +31,7 @@ class BugCoverage:
     """Where the bug is reintroduced ("—" where nothing is)."""
     check: str
     """``path::test`` nodes (comma-separated) or ``check:<battery>``."""
-    status: Status
+    status: CoverageStatus
     note: str = ""
 
 

@@ -1,119 +1,175 @@
-"""``arctic-ref check``: the batteries, each defined beside the kit it runs, in the order they run,
-and the report table."""
+"""The kit's one check model: a ``Check`` is a named, time-bounded test of one component's
+implementation (ours or yours), and a ``Verdict`` is what it found. ``arctic-ref check``, ``arctic-ref
+check --impl`` and the pytest plugin all build ``Check`` values from the component modules
+(``arctic_ref.testing.components``) and run them with ``run_check``, which never raises: a crash, a
+hang or malformed output is a failed verdict that says what happened."""
 
+import signal
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Generic, TypeVar
 
-from arctic_ref.testing.battery import BatteryResult, Outcome, Progress
-from arctic_ref.testing.drafts.draft_batteries import (
-    draft_replays_in_runner,
-    draft_selection,
-    speculator_checks,
-    suffix_runner_rules,
-)
-from arctic_ref.testing.hf.hf_batteries import model_vs_transformers
-from arctic_ref.testing.layouts.layout_batteries import (
-    cudagraph_tables,
-    kv_heads_theorem,
-    layout_conformance,
-    layout_tables,
-    padding_neutral,
-)
-from arctic_ref.testing.rejection.rejection_batteries import rejection_kit
-from arctic_ref.testing.suffix.suffix_batteries import (
-    suffix_integrity,
-    suffix_replay,
-    suffix_vs_naive,
-    suffix_vs_upstream,
-)
+from arctic_ref.check_options import Component
+
+Key = TypeVar("Key")
+Value = TypeVar("Value")
 
 
-def _timed(run: Callable[[], BatteryResult]) -> BatteryResult:
-    began = time.perf_counter()
-    result = run()
-    return replace(result, seconds=time.perf_counter() - began)
+class Outcome(StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
 
 
-def all_batteries() -> list[tuple[str, Callable[[], BatteryResult]]]:
-    """Every single-process battery of ``arctic-ref check``, by id, in the order it runs them; the
-    multi-process ``layouts`` group (layouts, collectives, exchanges, spec-lossless) runs last."""
-    return [
-        ("suffix-naive", suffix_vs_naive),
-        ("suffix-upstream", suffix_vs_upstream),
-        ("suffix-replay-path", lambda: suffix_replay(False, 60)),
-        ("suffix-replay-tree", lambda: suffix_replay(True, 20)),
-        ("suffix-invariants", suffix_integrity),
-        ("rejection-kit", rejection_kit),
-        ("draft-selection", draft_selection),
-        ("draft-runner", draft_replays_in_runner),
-        ("layout", layout_tables),
-        ("heads", kv_heads_theorem),
-        ("cudagraph", cudagraph_tables),
-        ("model-hf", model_vs_transformers),
-        ("suffix-runner", suffix_runner_rules),
-        ("padding", padding_neutral),
-        ("speculator", speculator_checks),
-    ]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """What one check found."""
+
+    passed: bool
+    compared: str = ""
+    """What was compared, with what: "drafts of 1,826 speculate calls with arctic_ref's"."""
+    count: int = 0
+    """How many results were compared with an oracle (the report's ``compared`` column)."""
+    figures: Mapping[str, str] = field(default_factory=dict)
+    """Named measurements the report prints beside the outcome (acceptance, max |Δ|, speed ratios)."""
+    detail: str = ""
+    """The first differing case, labelled."""
+    replay: str = ""
+    """How to replay the failure alone (a seed, a case id, a Hypothesis blob)."""
+    known_difference: str = ""
+    """An upstream difference id (X1–X7) this failure is explained by: reported, and a failure
+    only under ``--arctic-ref-strict``."""
+    skipped: str = ""
+    """Why the check did not run (then ``passed`` is meaningless and it is reported as skipped)."""
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.skipped:
+            return Outcome.SKIP
+        return Outcome.PASS if self.passed else Outcome.FAIL
 
 
-def run_batteries(progress: Progress, only: frozenset[str] | None = None) -> list[BatteryResult]:
-    """The selected batteries (all by default); unknown ids → ValueError naming them."""
-    unknown = sorted((only or frozenset()) - set(BATTERY_IDS))
-    if unknown:
-        raise ValueError(f"unknown batteries {unknown}; known: {', '.join(BATTERY_IDS)}")
-    results = []
-    batteries = [(label, battery) for label, battery in all_batteries() if only is None or label in only]
-    with_layouts = only is None or "layouts" in only
-    total = len(batteries) + with_layouts  # the progress counter counts ids, as --only does
-    for index, (label, battery) in enumerate(batteries, start=1):
-        progress(f"[{index}/{total}] {label} ...")
-        try:
-            result = _timed(battery)
-        except Exception as error:  # a crashing battery is a failed battery, reported with its error
-            result = BatteryResult(
-                name=label, outcome=Outcome.FAIL, compared=0, detail=f"{type(error).__name__}: {error}"
-            )
-        progress(f"[{index}/{total}] {label}: {result.outcome} ({result.seconds:.1f} s)")
-        results.append(replace(result, battery_id=label))
-    if not with_layouts:
-        return results
-    progress(
-        f"[{total}/{total}] layouts: layouts, collectives, exchanges, spec-lossless (multi-process, world 1, 2, 4) ..."
-    )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    """One named check. ``component/id`` names it uniquely; ``run`` does the work."""
+
+    component: Component
+    id: str
+    meaning: str
+    """One line: what passing proves."""
+    run: Callable[[], Verdict]
+    seconds: float = 600.0
+    """The time bound."""
+    title: str = ""
+    """The report's label for the row; ``"<component> <id>"`` when empty."""
+    group: str = ""
+    """A selection alias shared by checks that run together (``layouts`` selects its four rows)."""
+
+    @property
+    def qualified_id(self) -> str:
+        return f"{self.component}/{self.id}"
+
+    @property
+    def label(self) -> str:
+        return self.title or f"{self.component} {self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    """A shared run's exception, as text."""
+
+    message: str
+
+
+@dataclass(slots=True)
+class SharedRun(Generic[Key, Value]):
+    """``run(key)`` computed on first use and kept, for checks that share one expensive run (the
+    sampler kit, a spawn per world size). An exception is kept as its text, so every check sharing
+    the run reports it; nothing raises."""
+
+    run: Callable[[Key], Value]
+    done: dict[Key, Value | RunFailed] = field(default_factory=dict)
+
+    def get(self, key: Key) -> Value | RunFailed:
+        if key not in self.done:
+            try:
+                self.done[key] = self.run(key)
+            except Exception as error:  # a crash, or a rank that raised or hung: kept for every check
+                self.done[key] = RunFailed(f"{type(error).__name__}: {error}")
+        return self.done[key]
+
+
+class CheckTimeout(BaseException):
+    """The implementation did not finish within the check's time bound. A ``BaseException``, so
+    neither the implementation's own ``except Exception`` nor Hypothesis (which would take it for a
+    failure to shrink) swallows it."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``CheckTimeout`` in this thread after ``seconds`` (SIGALRM; on the main thread of a
+    POSIX process only, elsewhere the bound is not enforced). An outer alarm (pytest-timeout's, say)
+    keeps its deadline: this bound is never later than it, and it is re-armed for what is left."""
+    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+    limit = seconds
+
+    def expire(signum: int, frame: object) -> None:
+        raise CheckTimeout(f"did not finish in {limit:.3g} s")
+
+    began = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer_delay > 0:
+        limit = min(limit, outer_delay)
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        group = layout_conformance(progress)
-    except Exception as error:  # a crashing battery is a failed battery
-        group = [
-            BatteryResult(name="layouts", outcome=Outcome.FAIL, compared=0, detail=f"{type(error).__name__}: {error}")
-        ]
-    progress(f"[{total}/{total}] layouts: {', '.join(str(r.outcome) for r in group)} ({group[0].seconds:.1f} s)")
-    return results + [replace(r, battery_id="layouts") for r in group]
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_delay > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_delay - (time.monotonic() - began), 1e-3), outer_interval)
 
 
-def format_report(results: list[BatteryResult]) -> str:
-    """A plain-text table: one row per result, with the ``--only`` id that produced it."""
-    rows = [("id", "battery", "result", "compared", "seconds", "figures")]
-    for r in results:
-        figures = ", ".join(f"{k} {v}" for k, v in r.figures.items())
-        rows.append(
-            (
-                r.battery_id,
-                r.name,
-                str(r.outcome),
-                str(r.compared),
-                f"{r.seconds:.1f}",
-                figures + (f" | {r.detail}" if r.detail else ""),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5])
-        if n == 0:
-            lines.append("-" * (sum(widths) + 10 + len(row[5])))
+def run_check(check: Check) -> Verdict:
+    """``check.run()`` under its time bound; a timeout or an exception becomes a failed verdict."""
+    try:
+        with time_limit(check.seconds):
+            return check.run()
+    except CheckTimeout as error:
+        return Verdict(passed=False, compared=check.meaning, detail=str(error))
+    except Exception as error:  # the kit never raises: whatever the implementation did is the verdict
+        return Verdict(passed=False, compared=check.meaning, detail=describe_exception(error))
+
+
+def describe_exception(error: BaseException) -> str:
+    """``raised T: message at file:line``, with the exception's notes and, for an exception group
+    (Hypothesis reports several distinct failures as one), every sub-failure underneath."""
+    notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+    last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
+    where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
+    text = f"raised {type(error).__name__}: {error}{where}{notes}"
+    if isinstance(error, BaseExceptionGroup):
+        parts = [describe_exception(inner) for inner in error.exceptions]
+        text += "".join(f"\n  failure {n}: {part}" for n, part in enumerate(parts, start=1))
+    return text
+
+
+def failure_text(check: Check, verdict: Verdict) -> str:
+    """The message of a failed check: what was compared, the first differing case, how to replay."""
+    lines = [f"{check.component} {check.id}: {check.meaning}", f"compared: {verdict.compared}"]
+    if verdict.known_difference:
+        lines.append(f"known upstream difference {verdict.known_difference} (fails only with --arctic-ref-strict)")
+    if verdict.detail:
+        lines.append(f"first difference: {verdict.detail}")
+    if verdict.replay:
+        lines.append(f"replay: {verdict.replay}")
     return "\n".join(lines)
-
-
-BATTERY_IDS = (*(label for label, _ in all_batteries()), "layouts")
-"""The ids ``--only`` accepts: ``all_batteries()`` in order, then the multi-process group."""

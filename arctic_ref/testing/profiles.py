@@ -4,7 +4,6 @@ run) and ``nightly`` (10x ci, random)."""
 
 from hypothesis import HealthCheck, settings
 
-PROFILES = ("dev", "ci", "nightly")
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 

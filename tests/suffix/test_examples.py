@@ -12,11 +12,11 @@ from arctic_ref.suffix import Draft, SuffixDecodingCache, SuffixInputError, Suff
 from arctic_ref.suffix.cache import SuffixDecodingDraft
 from arctic_ref.suffix.drafting import accumulate, path_draft, path_score
 from arctic_ref.suffix.node import Node
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 from arctic_ref.suffix.validate import f32
 from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES
 from arctic_ref.testing.suffix.machines import SuffixIndex
 from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 
 TREES: list[Callable[[int], SuffixIndex]] = [SuffixTree, NaiveSuffixIndex]
 if UPSTREAM_AVAILABLE:

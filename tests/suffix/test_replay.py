@@ -6,8 +6,8 @@ import pytest
 
 from arctic_ref.suffix import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay, summarize
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache
 
 # (max_spec_tokens, factor, offset, min_prob, max_cached_requests): the bounded caches evict (FIFO),
 # so responses leave the global tree while others are appended and speculated on.

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 from arctic_ref.testing.suffix.machines import (
     SuffixCacheMachine,
     SuffixTreeMachine,
     reference_caches,
     reference_trees,
 )
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE
 
 needs_upstream = pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arctic_ref.suffix import SuffixDecodingCache, SuffixInputError, SuffixTree
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 
 needs_upstream = pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
 

@@ -15,7 +15,7 @@ from arctic_ref.runner.speculator import (
     speculator_weights,
 )
 from arctic_ref.spec.drafts import INTENDED_RULES, DraftRow, arctic_config
-from arctic_ref.testing.battery import BatteryResult, Outcome
+from arctic_ref.testing.check import Verdict
 from arctic_ref.testing.drafts.in_runner import check_replays_in_runner
 from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram, check_ngram_rows
 from arctic_ref.testing.drafts.replays import BUG_REPLAYS, replay_by_id
@@ -23,7 +23,7 @@ from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, MisplacedNg
 from arctic_ref.testing.drafts.selection import check_draft_selection
 
 
-def draft_selection() -> BatteryResult:
+def draft_selection() -> Verdict:
     """Intended rules pass every check; each seed bug replay fails a check named by it."""
     intended = [c for c in check_draft_selection() if not c.passed]
     uncaught = [
@@ -32,16 +32,16 @@ def draft_selection() -> BatteryResult:
         if r.must_fail and not any(not c.passed and r.id in c.replays for c in check_draft_selection(r.rules))
     ]
     problems = [f"intended fails {c.id}" for c in intended] + [f"{rid} not caught" for rid in uncaught]
-    return BatteryResult(
-        name="draft selection and bug replays (B1-B4, AI-16, AI-17)",
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
-        compared=len(BUG_REPLAYS),
+    return Verdict(
+        compared="draft selection and bug replays (B1-B4, AI-16, AI-17)",
+        passed=not problems,
+        count=len(BUG_REPLAYS),
         figures={"replays caught": str(sum(1 for r in BUG_REPLAYS if r.must_fail) - len(uncaught))},
         detail="; ".join(problems),
     )
 
 
-def draft_replays_in_runner() -> BatteryResult:
+def draft_replays_in_runner() -> Verdict:
     """Each replay's ``DraftRules`` injected into a running ``ReferenceRunner`` (suffix and hybrid
     drafters): its drafts differ from the intended run's at some step (B4-literal: never), and greedy
     output stays lossless. Each runner replay's ``RunnerStages`` (V-11, V-14) breaks losslessness or
@@ -56,10 +56,10 @@ def draft_replays_in_runner() -> BatteryResult:
     caught = {r.replay_id for r in rules if r.must_fail and r.differs}
     problems += [f"{r.id} not caught in the runner" for r in BUG_REPLAYS if r.must_fail and r.id not in caught]
     first = {r.replay_id: r.first_difference.split(":")[0] for r in rules if r.differs and r.drafter == "hybrid"}
-    return BatteryResult(
-        name="draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
-        compared=len(results),
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
+        count=len(results),
+        passed=not problems,
         detail="; ".join(problems),
         figures={
             "caught": f"{len(caught)}/{sum(r.must_fail for r in BUG_REPLAYS)}",
@@ -73,7 +73,7 @@ def _draft_row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> 
     return DraftRow(req_id=req, token_ids=tokens, num_prompt_tokens=prompt, sampled=sampled)
 
 
-def suffix_runner_rules() -> BatteryResult:
+def suffix_runner_rules() -> Verdict:
     """runner.md §2.1 (lazy start, stop when absent, evict on return) and §2.2 (pattern, max_spec),
     with the seed's doubled-pattern bug (#132) as a fixture that must be caught."""
     problems = []
@@ -99,15 +99,15 @@ def suffix_runner_rules() -> BatteryResult:
     intended, buggy = SuffixDrafter.build(1024), SuffixDrafter.build(1024, rules=replay_by_id("B1").rules)
     if [intended.propose([r])[0] for r in rows] == [buggy.propose([r])[0] for r in rows]:
         problems.append("the #132 doubled-pattern fixture is not caught")
-    return BatteryResult(
-        name="suffix-runner: cache rules, pattern, max_spec, #132 fixture",
-        compared=6,
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="suffix-runner: cache rules, pattern, max_spec, #132 fixture",
+        count=6,
+        passed=not problems,
         detail="; ".join(problems),
     )
 
 
-def speculator_checks() -> BatteryResult:
+def speculator_checks() -> Verdict:
     """runner.md §2.4–2.5, §2.3: batched speculators ≡ the literal per-row loop (float64), the
     hidden-row example, the seed's batch-wide cut and hybrid blanking caught by their checks, and
     both n-gram rules against a brute-force matcher."""
@@ -171,9 +171,9 @@ def speculator_checks() -> BatteryResult:
         problems.append(
             f"n-gram drafter row by row: {ngram_rows.detail or 'passes'}; its V-12 replay: {misplaced.detail or 'not caught'}"
         )
-    return BatteryResult(
-        name="speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)",
-        compared=compared,
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)",
+        count=compared,
+        passed=not problems,
         detail="; ".join(problems[:5]),
     )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from arctic_ref.runner.drafters import Drafter
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.targets.verdict import Verdict
+from arctic_ref.testing.check import Verdict
 
 
 def brute_force_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int, *, overlap: bool) -> list[int]:

@@ -1,7 +1,6 @@
 """The parallelism batteries of ``arctic-ref check``: group tables, KV-head theorem T1, CUDA-graph
 tables, padding, and the multi-process layout group (layouts, collectives, exchanges, spec-lossless)."""
 
-import time
 from collections.abc import Callable
 
 from arctic_ref.model.config import tiny_config
@@ -17,7 +16,7 @@ from arctic_ref.runner.engine import EngineConfig, SampleRecord, build_runner, r
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
-from arctic_ref.testing.battery import BatteryResult, Outcome, Progress
+from arctic_ref.testing.check import Verdict
 from arctic_ref.testing.layouts.matrix import (
     CHECK_PACKED,
     LAYOUTS,
@@ -33,7 +32,7 @@ from arctic_ref.testing.layouts.matrix import (
 from arctic_ref.testing.layouts.rank_figure import RankFigure, prefixed
 
 
-def layout_tables() -> BatteryResult:
+def layout_tables() -> Verdict:
     """Group tables for all S·T ≤ 16 (consistency of TP/SP/shift groups and shift ranks), the worked
     examples, and the validation messages V1–V10."""
     problems, cases = [], 0
@@ -105,16 +104,16 @@ def layout_tables() -> BatteryResult:
         except ValueError as error:
             if str(error) != message:
                 problems.append(f"{error} != {message}")
-    return BatteryResult(
-        name="layout: group tables S·T ≤ 16, messages V1-V10",
-        compared=cases + len(messages),
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="layout: group tables S·T ≤ 16, messages V1-V10",
+        count=cases + len(messages),
+        passed=not problems,
         detail="; ".join(problems),
         figures={"layouts": str(cases), "messages": str(len(messages))},
     )
 
 
-def kv_heads_theorem() -> BatteryResult:
+def kv_heads_theorem() -> Verdict:
     """T1: base and shift head sets per GPU, and the GQA map, over every valid configuration."""
     configs, problems = 0, []
     for p in range(1, 17):
@@ -135,16 +134,16 @@ def kv_heads_theorem() -> BatteryResult:
                             kv_head_of_query(q, heads, kv) not in held for q in query_heads(layout, rank, heads)
                         ):
                             problems.append(f"H{heads} K{kv} S{p // tp} T{tp} rank {rank}")
-    return BatteryResult(
-        name="heads: KV-cache invariance T1 (base vs shift)",
-        compared=configs,
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="heads: KV-cache invariance T1 (base vs shift)",
+        count=configs,
+        passed=not problems,
         detail="; ".join(problems[:5]),
         figures={"configurations": str(configs)},
     )
 
 
-def cudagraph_tables() -> BatteryResult:
+def cudagraph_tables() -> Verdict:
     """Pad-table properties over n ≤ 4·512, capture plans and the runtime examples of §4.3."""
     sizes = default_capture_sizes(512)
     problems = []
@@ -167,16 +166,16 @@ def cudagraph_tables() -> BatteryResult:
         plan = plan_step(n, policy=policy, graphs=wide, groups=groups)
         if (plan.num_input_tokens, plan.graph_size) != (padded, graph):
             problems.append(f"n={n}: {plan.num_input_tokens}, {plan.graph_size}")
-    return BatteryResult(
-        name="cudagraph: pad tables, capture plans, runtime examples",
-        compared=513 + 5,
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="cudagraph: pad tables, capture plans, runtime examples",
+        count=513 + 5,
+        passed=not problems,
         detail="; ".join(problems[:5]),
         figures={"sizes": str(len(sizes))},
     )
 
 
-def padding_neutral() -> BatteryResult:
+def padding_neutral() -> Verdict:
     """parallel.md §4.4 invariant on L0 and SP2 (in-process SP is not possible, so L0 with the
     capture tables forcing extra padding): tokens equal, logits within 1e-12, no NaN from the
     NaN-filled cache reaches a real row."""
@@ -206,19 +205,18 @@ def padding_neutral() -> BatteryResult:
     worst = max(float((a.logits - b.logits).abs().max()) for a, b in zip(rows[0], rows[1], strict=True))
     finite = all(bool(r.logits.isfinite().all()) for r in rows[1])
     ok = outputs[0] == outputs[1] and worst <= 1e-12 and finite
-    return BatteryResult(
-        name="padding: forced graph padding leaves real rows unchanged",
-        compared=len(rows[1]),
-        outcome=Outcome.PASS if ok else Outcome.FAIL,
+    return Verdict(
+        compared="padding: forced graph padding leaves real rows unchanged",
+        count=len(rows[1]),
+        passed=ok,
         figures={"max |Δlogits|": f"{worst:.1e}"},
         detail="" if ok else f"tokens equal {outputs[0] == outputs[1]}, finite {finite}",
     )
 
 
-def layout_conformance(progress: Progress) -> list[BatteryResult]:
+def layout_conformance(progress: Callable[[str], None]) -> list[Verdict]:
     """L0–L8 in float64, float32 and bfloat16 on L3 and L7, collectives, exchanges, KV invariance and
     shift-logit order: one spawn per world size (1, 2, 4)."""
-    began = time.perf_counter()
     solo = run_cases(RankInfo(0, 1, "gloo"), (LAYOUTS[0], *LOW_BASELINES))
     assert solo is not None
     outcomes = {(o.case.label, o.case.dtype): o for o in solo}
@@ -241,10 +239,10 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     ]
     failed = [c for c in comparisons if c.failed]
     f64 = [c for c in comparisons if c.dtype == "float64"]
-    layouts = BatteryResult(
-        name="layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed",
-        compared=sum(c.compared_rows for c in comparisons),
-        outcome=Outcome.FAIL if failed else Outcome.PASS,
+    layouts = Verdict(
+        compared="layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed",
+        count=sum(c.compared_rows for c in comparisons),
+        passed=not failed,
         figures={
             "f64 max|Δ|": f"{max(c.max_abs for c in f64):.1e}",
             "diverged": str(sum(not c.identical_tokens for c in comparisons)),
@@ -252,23 +250,22 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
             **{f"{c.layout} {c.dtype} max|Δ|": f"{c.max_abs:.1e}" for c in comparisons if c.dtype != "float64"},
         },
         detail="; ".join(f"{c.layout} {c.dtype}: {c.first_divergence}" for c in failed),
-        seconds=time.perf_counter() - began,
     )
     counts = _collective_problems(outcomes)
-    collectives = BatteryResult(
-        name="collectives: counts per step and mode",
-        compared=4 + len(CHECK_PACKED),
-        outcome=Outcome.FAIL if counts else Outcome.PASS,
+    collectives = Verdict(
+        compared="collectives: counts per step and mode",
+        count=4 + len(CHECK_PACKED),
+        passed=not counts,
         detail="; ".join(counts),
     )
     bad_checks = [
         f"{f.name} {f.value:g} (want {f.bound}){' ' + f.detail if f.detail else ''}" for f in checks if not f.passed
     ]
     raw = [f for f in checks if f.name.endswith("raw_vs_baseline_max_abs")]
-    exchanges = BatteryResult(
-        name="exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)",
-        compared=len(checks),
-        outcome=Outcome.FAIL if bad_checks else Outcome.PASS,
+    exchanges = Verdict(
+        compared="exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)",
+        count=len(checks),
+        passed=not bad_checks,
         detail=", ".join(bad_checks),
         figures={"raw gather caught": str(bool(raw) and all(f.passed for f in raw))},
     )
@@ -276,7 +273,7 @@ def layout_conformance(progress: Progress) -> list[BatteryResult]:
     return [layouts, collectives, exchanges, lossless]
 
 
-def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[LayoutCase, ...]) -> BatteryResult:
+def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[LayoutCase, ...]) -> Verdict:
     """runner.md §6 item 1: every drafter on L0, L3, L6 gives L0's greedy tokens (float64), with drafts."""
     problems, drafts, accepted, verify_steps = [], 0, 0, 0
     base = outcomes[("L0", "float64")]
@@ -290,10 +287,10 @@ def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[
             drafts += made
             accepted += sum(r.num_accepted_tokens for r in outcome.results)
             verify_steps += sum(r.num_verify_steps for r in outcome.results)
-    return BatteryResult(
-        name="spec-lossless: 7 drafters on L0, L3, L6",
-        compared=len(cases),
-        outcome=Outcome.FAIL if problems else Outcome.PASS,
+    return Verdict(
+        compared="spec-lossless: 7 drafters on L0, L3, L6",
+        count=len(cases),
+        passed=not problems,
         detail="; ".join(problems),
         figures={
             "suffix acc": f"{accepted / drafts:.2f} ({accepted}/{drafts})" if drafts else "-",

@@ -37,7 +37,7 @@ from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invar
 from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
 from arctic_ref.testing.layouts.rank_figure import RankFigure, prefixed
 from arctic_ref.testing.layouts.volume_check import check_volumes
-from arctic_ref.testing.targets.loading import build, load_target, require_callable, require_methods
+from arctic_ref.testing.loading import build, load_target, require_callable, require_methods
 
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
 

@@ -25,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.draft import Draft
 from arctic_ref.suffix.tree import SuffixTree
+from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 from arctic_ref.suffix.validate import SuffixInputError
 from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
 from arctic_ref.testing.suffix.strategies import (
@@ -35,7 +36,6 @@ from arctic_ref.testing.suffix.strategies import (
     copied_tokens,
     speculate_args,
 )
-from arctic_ref.testing.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 
 
 @runtime_checkable

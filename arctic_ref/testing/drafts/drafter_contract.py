@@ -1,4 +1,4 @@
-"""Checks of a user's drafter, under the protocol the runner uses (``propose(rows)``, or
+"""The bodies of the drafter component's checks, under the protocol the runner uses (``propose(rows)``, or
 ``propose_with_hidden(rows, sample_hidden, num_drafts)``): the selection rules that apply to any
 drafter (verification.md §4 D2, D8) and greedy losslessness in the runner (runner.md §6 item 1)."""
 
@@ -19,13 +19,13 @@ from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.spec.profile import MAX_SPEC_LEN
-from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
+from arctic_ref.testing.check import Verdict
 
-MAX_MODEL_LEN = 256
+LOSSLESS_MAX_MODEL_LEN = 256
 """The runner's max_model_len in the losslessness checks."""
 BOUNDS_MAX_MODEL_LEN = 40
 """The bounds check's max_model_len: short, so rows run into it."""
-MAX_TOKENS = 32
+LOSSLESS_MAX_TOKENS = 32
 
 
 def _propose(drafter: Any, rows: list[DraftRow]) -> list[list[int]]:
@@ -65,8 +65,14 @@ def drafter_bounds(make: Callable[[int], Drafter | HiddenStateDrafter], *, steps
                 limit = max(0, min(MAX_SPEC_LEN, max_model_len - row.num_tokens - 1))
                 if not row.sampled and draft:
                     problem = f"{row.req_id} has no sample this step but got draft {draft} (D2)"
-                elif len(draft) > limit or any(not 0 <= int(t) < vocab for t in draft):
-                    problem = f"{row.req_id} (N = {row.num_tokens}): draft {draft} is longer than {limit} or outside [0, {vocab}) (D8)"
+                elif len(draft) > limit:
+                    problem = (
+                        f"{row.req_id} (N = {row.num_tokens}, M = {max_model_len}): draft {draft} has {len(draft)} "
+                        f"ids, more than min({MAX_SPEC_LEN}, M - N - 1) = {limit} (D8)"
+                    )
+                elif any(not 0 <= int(t) < vocab for t in draft):
+                    outside = [int(t) for t in draft if not 0 <= int(t) < vocab]
+                    problem = f"{row.req_id}: draft {draft} has ids {outside} outside the vocabulary [0, {vocab}) (D8)"
                 if problem:
                     break
         if problem:
@@ -88,16 +94,16 @@ def drafter_lossless(make: Callable[[int], Drafter | HiddenStateDrafter], budget
     weights = random_weights(model, 0)
     solo = SoloComm(0)
     groups = RankGroups(rank=0, tp=solo, sp=solo, shift=solo)
-    scheduler = SchedulerConfig(max_num_batched_tokens=budget, max_model_len=MAX_MODEL_LEN)
+    scheduler = SchedulerConfig(max_num_batched_tokens=budget, max_model_len=LOSSLESS_MAX_MODEL_LEN)
     engine = EngineConfig(model=model, layout=ParallelLayout(1, 1, 1), scheduler=scheduler)
     prompts = builtin_prompts(model.vocab_size)
-    params = [SamplingParams(max_tokens=MAX_TOKENS)] * len(prompts)
+    params = [SamplingParams(max_tokens=LOSSLESS_MAX_TOKENS)] * len(prompts)
     base = run_requests(build_runner(engine, weights, groups), scheduler, prompts, params)
-    mine = run_requests(build_runner(engine, weights, groups, make(MAX_MODEL_LEN)), scheduler, prompts, params)
+    mine = run_requests(build_runner(engine, weights, groups, make(LOSSLESS_MAX_MODEL_LEN)), scheduler, prompts, params)
     drafted = sum(r.num_draft_tokens for r in mine)
     accepted = sum(r.num_accepted_tokens for r in mine)
     compared = (
-        f"greedy outputs of {len(prompts)} prompts x {MAX_TOKENS} tokens with and without your drafts "
+        f"greedy outputs of {len(prompts)} prompts x {LOSSLESS_MAX_TOKENS} tokens with and without your drafts "
         f"(budget {budget}; {drafted} drafts, {accepted} accepted)"
     )
     for i, (a, b) in enumerate(zip(base, mine, strict=True)):
@@ -112,27 +118,3 @@ def drafter_lossless(make: Callable[[int], Drafter | HiddenStateDrafter], budget
                 detail=f"prompt {i}, token {at}: without drafts {list(a.output_token_ids)} vs with {list(b.output_token_ids)}",
             )
     return Verdict(passed=True, compared=compared)
-
-
-def drafter_checks(make: Callable[[int], Drafter | HiddenStateDrafter]) -> list[TargetCheck]:
-    """``make(max_model_len)`` builds a fresh drafter (each check gets its own)."""
-    return [
-        TargetCheck(
-            component="drafter",
-            id="bounds",
-            run=lambda: drafter_bounds(make),
-            meaning="one list per row, [] without a sample (D2), at most min(32, M-N-1) in-vocabulary ids (D8)",
-        ),
-        TargetCheck(
-            component="drafter",
-            id="lossless-8",
-            run=lambda: drafter_lossless(make, 8),
-            meaning="greedy output with your drafts equals the output without, at 8 tokens per step",
-        ),
-        TargetCheck(
-            component="drafter",
-            id="lossless-64",
-            run=lambda: drafter_lossless(make, 64),
-            meaning="greedy output with your drafts equals the output without, at 64 tokens per step",
-        ),
-    ]

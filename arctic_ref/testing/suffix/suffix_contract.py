@@ -1,4 +1,4 @@
-"""Checks of a user's suffix tree or suffix cache against arctic_ref's (suffix-decoding.md): the
+"""The bodies of the suffix components' checks (docs/suffix-decoding.md): the
 state machine side by side with the reference, deterministic gates beside it (the seeded
 differential run, the code-edit replay, drafts field for field and float32 bit for bit), and the
 bad-input table, where upstream's deviations X1–X7 are reported as known differences."""
@@ -6,27 +6,21 @@ bad-input table, where upstream's deviations X1–X7 are reported as known diffe
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.suffix.simulate import SimulationConfig, replay
-from arctic_ref.suffix.tree import SuffixTree
 from arctic_ref.suffix.validate import INT32_MAX, INT32_MIN
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.suffix.differential import run_differential
-from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES, run_examples
+from arctic_ref.testing.check import CheckTimeout, Verdict, describe_exception, time_limit
+from arctic_ref.testing.suffix.examples import run_examples
 from arctic_ref.testing.suffix.machines import (
-    CacheImplementation,
-    Implementation,
     PackedDraft,
     SuffixCacheMachine,
-    SuffixIndex,
-    SuffixTreeMachine,
     pack,
 )
-from arctic_ref.testing.targets.verdict import TargetCheck, Verdict
 
 TREE_METHODS = ("extend", "remove", "speculate", "num_seqs")
 CACHE_METHODS = ("start_request", "add_active_response", "stop_request", "evict_cached_response", "speculate")
@@ -51,22 +45,45 @@ def _from_replay(packed: tuple[object, ...]) -> PackedDraft:
     return PackedDraft(list(token_ids), list(parents), probs, score, match_len)  # type: ignore[call-overload, arg-type]
 
 
-def _machine(make: Callable[[], Any], profile: settings, what: str) -> Verdict:
-    run_state_machine_as_test(make, settings=profile)  # type: ignore[arg-type]  # any factory works
-    return Verdict(
-        passed=True,
-        compared=f"{what}, {profile.max_examples} runs of up to {profile.stateful_step_count} steps, derandomized",
-    )
+SHRINK_SECONDS = 60.0
+"""How long a failing state machine may shrink its example before the unshrunk one is reported."""
+
+
+def machine_verdict(make: Callable[[], Any], profile: settings, what: str, check_id: str) -> Verdict:
+    """Run the state machine ``make`` builds under ``profile``. A failure is reported as soon as it
+    is found: the first run does not shrink; a second run (which replays the failure first) shrinks
+    it for at most ``SHRINK_SECONDS``, and the unshrunk example stands if shrinking is cut off."""
+    compared = f"{what}, {profile.max_examples} runs of up to {profile.stateful_step_count} steps"
+    if profile.derandomize:
+        compared += ", derandomized"
+    fast = settings(profile, phases=[p for p in profile.phases if p is not Phase.shrink], report_multiple_bugs=False)
+    try:
+        run_state_machine_as_test(make, settings=fast)  # type: ignore[arg-type]  # any factory works
+    except Exception as error:  # the implementation failed (or crashed): that is the verdict
+        first = describe_exception(error)
+    else:
+        return Verdict(passed=True, compared=compared)
+    shrunk = settings(profile, report_multiple_bugs=False)
+    try:
+        with time_limit(SHRINK_SECONDS):
+            run_state_machine_as_test(make, settings=shrunk)  # type: ignore[arg-type]
+    except CheckTimeout:
+        detail = f"{first}\n(shrinking stopped after {SHRINK_SECONDS:.0f} s; this is the unshrunk example)"
+    except Exception as error:  # the same failure, shrunk
+        detail = describe_exception(error)
+    else:
+        detail = f"{first}\n(the failure did not recur when rerun with shrinking: flaky)"
+    return Verdict(passed=False, compared=compared, detail=detail, replay=_replay_hint(profile, check_id))
 
 
 def _replay_hint(profile: settings, check: str) -> str:
     return (
-        f"rerun this check alone (-k {check}); it is derandomized (Hypothesis profile with derandomize="
-        f"{profile.derandomize}), so it fails the same way; the falsifying example is printed above"
+        f"rerun this check alone (-k {check}); Hypothesis profile derandomize={profile.derandomize}, "
+        "so a derandomized run fails the same way; the steps are listed above"
     )
 
 
-def _examples(examples: tuple[Callable[[Any], str], ...], make: Any) -> Verdict:
+def examples_verdict(examples: tuple[Callable[[Any], str], ...], make: Any) -> Verdict:
     problems = run_examples(examples, make)
     return Verdict(
         passed=not problems,
@@ -77,58 +94,6 @@ def _examples(examples: tuple[Callable[[Any], str], ...], make: Any) -> Verdict:
 
 
 # ----------------------------------------------------------------------------- suffix trees
-
-
-def tree_checks(make_tree: Callable[[int], SuffixIndex], *, profile: settings, strict: bool) -> list[TargetCheck]:
-    """``make_tree(max_depth)`` builds an empty tree of the user's implementation."""
-    reference = Implementation(name="arctic_ref", make_tree=SuffixTree)
-    yours = Implementation(name="yours", make_tree=make_tree, rejects_bad_input=False)
-
-    def machine() -> Verdict:
-        try:
-            return _machine(
-                lambda: SuffixTreeMachine([reference, yours]),
-                profile,
-                "extend/remove/speculate sequences with many ties against arctic_ref's tree",
-            )
-        except AssertionError as error:
-            raise AssertionError(f"{error}\n{_replay_hint(profile, 'tree-machine')}") from error
-
-    def differential() -> Verdict:
-        report = run_differential([reference, yours], seed=0, trials=200, steps=40)
-        return Verdict(
-            passed=not report.failures,
-            compared=f"{report.speculate_calls} speculate results of {report.operations} seeded operations with arctic_ref's",
-            detail=report.failures[0] if report.failures else "",
-            replay="run_differential([reference, yours], seed=0, trials=200, steps=40) from arctic_ref.testing",
-        )
-
-    return [
-        TargetCheck(
-            component="suffix-tree",
-            id="tree-machine",
-            run=machine,
-            meaning="a state machine drives your tree and arctic_ref's side by side: same drafts, bit for bit",
-        ),
-        TargetCheck(
-            component="suffix-tree",
-            id="differential",
-            run=differential,
-            meaning="200 seeded trials of 40 operations (ties, removals, edge parameters): same drafts",
-        ),
-        TargetCheck(
-            component="suffix-tree",
-            id="worked-examples",
-            run=lambda: _examples(TREE_EXAMPLES, make_tree),
-            meaning="suffix-decoding.md's worked examples: tie order is history, tree mode, budget fallbacks, E2, E5",
-        ),
-        TargetCheck(
-            component="suffix-tree",
-            id="bad-input",
-            run=lambda: tree_bad_input(make_tree, strict=strict),
-            meaning="rejected inputs raise ValueError or TypeError and change nothing (X2-X5 reported)",
-        ),
-    ]
 
 
 def _tree_state(tree: Any) -> tuple[object, ...]:
@@ -208,53 +173,6 @@ def fixed_cache_machine(depth: int, limit: int) -> type[SuffixCacheMachine]:
             SuffixCacheMachine.start(self, depth, limit, wrap, vocab)
 
     return FixedCacheMachine
-
-
-def cache_checks(
-    make_cache: Callable[[int, int], Any], *, profile: settings, strict: bool, fixed: tuple[int, int] | None = None
-) -> list[TargetCheck]:
-    """``make_cache(max_tree_depth, max_cached_requests)`` builds the user's cache; ``fixed`` =
-    (depth, limit) when the user's factory takes no arguments (it is then called as is)."""
-    reference = CacheImplementation(name="arctic_ref", make_cache=SuffixDecodingCache)
-    yours = CacheImplementation(name="yours", make_cache=make_cache)
-    machine_type = SuffixCacheMachine if fixed is None else fixed_cache_machine(*fixed)
-
-    def machine() -> Verdict:
-        try:
-            return _machine(
-                lambda: machine_type([reference, yours]),
-                profile,
-                "start/stop/add/evict/speculate against arctic_ref's cache",
-            )
-        except AssertionError as error:
-            raise AssertionError(f"{error}\n{_replay_hint(profile, 'cache-machine')}") from error
-
-    return [
-        TargetCheck(
-            component="suffix-cache",
-            id="cache-machine",
-            run=machine,
-            meaning="a state machine drives your cache and arctic_ref's side by side: same drafts, lists, errors",
-        ),
-        TargetCheck(
-            component="suffix-cache",
-            id="replay-gate",
-            run=lambda: cache_replay(make_cache),
-            meaning="the built-in code-edit workload: every draft field for field, float32 bit for bit",
-        ),
-        TargetCheck(
-            component="suffix-cache",
-            id="worked-examples",
-            run=lambda: _examples(CACHE_EXAMPLES, make_cache),
-            meaning="suffix-decoding.md's worked examples: FIFO on restart (E15), eviction (E17), budget 0 (E18)",
-        ),
-        TargetCheck(
-            component="suffix-cache",
-            id="bad-input",
-            run=lambda: cache_bad_input(make_cache, strict=strict),
-            meaning="rejected inputs raise and change nothing; speculate(max_spec_tokens=None) uses the depth (X1)",
-        ),
-    ]
 
 
 def cache_replay(make_cache: Callable[[int, int], Any], *, requests: int = 30, tree: bool = False) -> Verdict:

@@ -1,0 +1,105 @@
+"""The drafter component: checks of any drafter under the protocol the runner uses (``propose(rows)``,
+or ``propose_with_hidden(rows, sample_hidden, num_drafts)``), built by ``factory(max_model_len)`` or
+``factory()``. On ours (the runner's ``SuffixDrafter``) the same checks run, and beside them the
+checks of arctic_ref's own drafting: the selection rules and the seed's bug replays, the replays in
+a running runner, the suffix cache rules and the speculators."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from arctic_ref.check_options import CheckOptions
+from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, SuffixDrafter
+from arctic_ref.testing.check import Check, Verdict
+from arctic_ref.testing.drafts.draft_batteries import (
+    draft_replays_in_runner,
+    draft_selection,
+    speculator_checks,
+    suffix_runner_rules,
+)
+from arctic_ref.testing.drafts.drafter_contract import drafter_bounds, drafter_lossless
+from arctic_ref.testing.loading import TargetError, arity, build, load_target, require_callable
+
+DrafterFactory = Callable[[int], Drafter | HiddenStateDrafter]
+
+
+def load_drafter(value: str, options: CheckOptions, base_dir: Path | None) -> DrafterFactory:
+    """``make(max_model_len)`` over the factory ``value`` names, after one probe drafter showed a
+    ``propose`` or ``propose_with_hidden`` method."""
+    option = options.option("drafter")
+    factory: Callable[..., Any] = require_callable(option, value, load_target(option, value, base_dir=base_dir))
+    params = arity(option, value, factory, 1)
+    probe = build(option, value, factory, *([256] * params))
+    if not callable(getattr(probe, "propose", None)) and not callable(getattr(probe, "propose_with_hidden", None)):
+        raise TargetError(
+            f"{option}={value}: the {type(probe).__name__} it returns has neither propose nor propose_with_hidden"
+        )
+    return lambda max_model_len: build(option, value, factory, *([max_model_len] * params))
+
+
+def drafter_checks(make: DrafterFactory | None, options: CheckOptions) -> list[Check]:
+    """``make(max_model_len)`` builds a fresh drafter (each check gets its own); ``None`` checks ours."""
+    listed = _contract(make or _our_drafter)
+    if make is not None:
+        return listed
+    return [*_reference(), *listed]
+
+
+def _our_drafter(max_model_len: int) -> Drafter:
+    return SuffixDrafter.build(max_model_len)
+
+
+def _contract(make: DrafterFactory) -> list[Check]:
+    return [
+        Check(
+            component="drafter",
+            id="bounds",
+            run=lambda: drafter_bounds(make),
+            meaning="one list per row, [] without a sample (D2), at most min(32, M-N-1) in-vocabulary ids (D8)",
+        ),
+        Check(
+            component="drafter",
+            id="lossless-8",
+            run=lambda: drafter_lossless(make, 8),
+            meaning="greedy output with your drafts equals the output without, at 8 tokens per step",
+        ),
+        Check(
+            component="drafter",
+            id="lossless-64",
+            run=lambda: drafter_lossless(make, 64),
+            meaning="greedy output with your drafts equals the output without, at 64 tokens per step",
+        ),
+    ]
+
+
+def _reference() -> list[Check]:
+    rows: list[tuple[str, str, str, Callable[[], Verdict]]] = [
+        (
+            "draft-selection",
+            "draft selection and bug replays (B1-B4, AI-16, AI-17)",
+            "the intended selection rules pass every check; each seed bug replay fails a check named by it",
+            draft_selection,
+        ),
+        (
+            "draft-runner",
+            "draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
+            "each replay injected into a running runner changes drafts at some step and stays lossless",
+            draft_replays_in_runner,
+        ),
+        (
+            "suffix-runner",
+            "suffix-runner: cache rules, pattern, max_spec, #132 fixture",
+            "the runner's suffix drafter follows docs/runner.md §2's cache rules, pattern and budget",
+            suffix_runner_rules,
+        ),
+        (
+            "speculator",
+            "speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)",
+            "the MLP/LSTM speculators, batched equal literal; the n-gram rules row by row",
+            speculator_checks,
+        ),
+    ]
+    return [
+        Check(component="drafter", id=check_id, title=title, meaning=meaning, run=run)
+        for check_id, title, meaning, run in rows
+    ]

@@ -1,0 +1,171 @@
+"""The exchange component. Yours (an object with ``seq_to_heads`` and ``heads_to_seq`` over a
+``Comm``, built on every rank by ``MODULE:FACTORY``) runs inside the reference forward over the
+layout matrix (docs/parallel.md §5) against the single-rank baseline, greedy float64, token for
+token, with the first divergence named (step, request, position, max |Δlogit|); gloo on CPU, NCCL on
+GPUs. Ours runs the whole matrix (``layouts``: every layout, collectives counted, exchanges and
+volumes, speculative losslessness), which includes those layouts with our exchange, and beside it
+the checks of arctic_ref's parallel tables: groups, the KV-head theorem, CUDA-graph tables, padding."""
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+import torch
+
+from arctic_ref.check_options import Backend, CheckOptions
+from arctic_ref.parallel.launch import RankInfo, spawn_ranks
+from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
+from arctic_ref.testing.layouts.layout_batteries import (
+    cudagraph_tables,
+    kv_heads_theorem,
+    layout_conformance,
+    layout_tables,
+    padding_neutral,
+)
+from arctic_ref.testing.layouts.matrix import BY_NAME, LayoutOutcome, compare, load_exchange, run_cases
+
+logger = logging.getLogger(__name__)
+EXCHANGE_LAYOUTS = {
+    "L2": "Ulysses SP = 2",
+    "L3": "SP = 2 x TP = 2",
+    "L4": "SP = 4 (KV heads replicated to the SP ranks)",
+    "L6": "SP = 2 x TP = 2 with shift: BASE and SHIFT steps on one KV cache",
+    "L7": "shift mode on every step (the exchange is unused: a control)",
+    "L8": "SP = 2 with shift: mixed steps",
+}
+
+
+def _layout_checks(value: str, *, backend: Backend = "gloo", timeout_s: float = 600.0) -> list[Check]:
+    """One check per layout of ``EXCHANGE_LAYOUTS`` with the exchange ``value`` names."""
+    device = "cuda" if backend == "nccl" else "cpu"
+    cases = {name: replace(BY_NAME[name], exchange=value, device=device) for name in EXCHANGE_LAYOUTS}
+    baseline_case = replace(BY_NAME["L0"], device=device)
+
+    def run_world(world: int) -> list[LayoutOutcome]:
+        if world == 1:
+            outcomes = run_cases(RankInfo(0, 1, backend), (baseline_case,))
+        else:
+            mine = tuple(c for c in cases.values() if c.world_size == world)
+            outcomes = spawn_ranks(run_cases, mine, world_size=world, backend=backend, timeout_s=timeout_s)[0]
+        assert outcomes is not None  # rank 0 returns its outcomes
+        return outcomes
+
+    worlds: SharedRun[int, list[LayoutOutcome]] = SharedRun(run_world)  # the baseline and one spawn per world size
+
+    def check(name: str) -> Verdict:
+        case = cases[name]
+        if backend == "nccl" and case.world_size > torch.cuda.device_count():
+            return Verdict(
+                passed=True,
+                compared=EXCHANGE_LAYOUTS[name],
+                skipped=f"{name} needs {case.world_size} GPUs, {torch.cuda.device_count()} visible",
+            )
+        base, mine = worlds.get(1), worlds.get(case.world_size)
+        if isinstance(base, RunFailed) or isinstance(mine, RunFailed):
+            failed = base if isinstance(base, RunFailed) else mine
+            assert isinstance(failed, RunFailed)
+            return Verdict(passed=False, compared=EXCHANGE_LAYOUTS[name], detail=failed.message)
+        outcome = next(o for o in mine if o.case.name == name)
+        result = compare(base[0], outcome)
+        return Verdict(
+            passed=not result.failed and result.identical_tokens,
+            compared=f"{name} ({EXCHANGE_LAYOUTS[name]}) vs L0, float64 greedy on {backend}: {result.compared_rows} "
+            f"logit rows, max |Δ| {result.max_abs:.1e}",
+            detail=""
+            if result.identical_tokens and not result.failed
+            else f"first divergence: {result.first_divergence}",
+            replay=f"run_layout(replace(BY_NAME[{name!r}], exchange={value!r})) from arctic_ref.testing.layouts.matrix",
+        )
+
+    return [
+        Check(
+            component="exchange",
+            id=f"layout-{name}",
+            meaning=f"{meaning}: L0's tokens with your exchange",
+            run=partial(check, name),
+            seconds=timeout_s,
+        )
+        for name, meaning in EXCHANGE_LAYOUTS.items()
+    ]
+
+
+def load_exchange_target(value: str, options: CheckOptions, base_dir: Path | None) -> str:
+    """``value`` itself (every rank imports it by name), once built here: a bad value is a usage
+    error, not six failed checks."""
+    load_exchange(value)
+    return value
+
+
+def exchange_checks(value: str | None, options: CheckOptions) -> list[Check]:
+    """Yours: one check per layout of ``EXCHANGE_LAYOUTS``. Ours (``None``): the tables and the matrix."""
+    if value is not None:
+        return _layout_checks(value, backend=options.backend)
+    return [*_tables(), *_matrix()]
+
+
+def _tables() -> list[Check]:
+    rows: list[tuple[str, str, str, Callable[[], Verdict]]] = [
+        (
+            "layout",
+            "layout: group tables S·T ≤ 16, messages V1-V10",
+            "TP, SP and shift groups consistent for every S·T ≤ 16; the validation messages V1-V10",
+            layout_tables,
+        ),
+        (
+            "heads",
+            "heads: KV-cache invariance T1 (base vs shift)",
+            "every rank holds the same KV heads in base and shift mode (theorem T1)",
+            kv_heads_theorem,
+        ),
+        (
+            "cudagraph",
+            "cudagraph: pad tables, capture plans, runtime examples",
+            "pad tables, capture plans and the runtime examples of docs/parallel.md",
+            cudagraph_tables,
+        ),
+        (
+            "padding",
+            "padding: forced graph padding leaves real rows unchanged",
+            "padded rows never change a real row's logits",
+            padding_neutral,
+        ),
+    ]
+    return [
+        Check(component="exchange", id=check_id, title=title, meaning=meaning, run=run)
+        for check_id, title, meaning, run in rows
+    ]
+
+
+MATRIX_ROWS: Final = (
+    ("layouts", "layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed", "every layout gives L0's tokens"),
+    ("collectives", "collectives: counts per step and mode", "each step makes exactly its layout's collectives"),
+    (
+        "exchanges",
+        "exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)",
+        "exchanges, volumes and the theorems T2, T3 on 2 and 4 ranks",
+    ),
+    ("spec-lossless", "spec-lossless: 7 drafters on L0, L3, L6", "greedy output with each drafter equals L0's"),
+)
+
+
+def _matrix() -> list[Check]:
+    """The four rows of one multi-process run (world 1, 2, 4), selected together as ``layouts``."""
+    group: SharedRun[None, list[Verdict]] = SharedRun(lambda _: layout_conformance(_progress))
+
+    def row(index: int) -> Verdict:
+        verdicts = group.get(None)
+        if isinstance(verdicts, RunFailed):
+            return Verdict(passed=False, detail=verdicts.message)
+        return verdicts[index]
+
+    return [
+        Check(component="exchange", id=check_id, title=title, meaning=meaning, run=partial(row, index), group="layouts")
+        for index, (check_id, title, meaning) in enumerate(MATRIX_ROWS)
+    ]
+
+
+def _progress(message: str) -> None:
+    logger.info(message)

@@ -1,0 +1,111 @@
+"""The sampler component: the rejection-sampler conformance kit (docs/verification.md §5, §6) as one
+named check per kit check, from one run of the kit, on any function with vLLM's ``rejection_sample``
+argument list; on ours (``arctic_ref.spec.rejection_sample``) also the kit's summary row
+``rejection-kit``."""
+
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+from arctic_ref.check_options import CheckOptions, SamplerProfileName
+from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, SamplerProfile
+from arctic_ref.spec.rejection import rejection_sample
+from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
+from arctic_ref.testing.loading import load_target, require_callable
+from arctic_ref.testing.rejection.check_ids import MEANINGS
+from arctic_ref.testing.rejection.kit import check_rejection_sampler
+from arctic_ref.testing.rejection.report import CheckStatus, ConformanceReport, RejectionSampleFn
+
+SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {"intended": INTENDED, "vllm-0.9.2": VLLM_0_9_2}
+
+
+def load_sampler(value: str, options: CheckOptions, base_dir: Path | None) -> RejectionSampleFn:
+    """The sampler ``value`` names; a one-line ``TargetError`` when it is not a callable."""
+    option = options.option("sampler")
+    return require_callable(option, value, load_target(option, value, base_dir=base_dir))
+
+
+def sampler_checks(sampler: RejectionSampleFn | None, options: CheckOptions) -> list[Check]:
+    """One check per kit check (``MEANINGS``); the kit runs once, on the first check that is run.
+    ``None`` checks ours, and adds the summary row ``rejection-kit`` in front."""
+    ours = sampler is None
+    candidate: RejectionSampleFn = rejection_sample if sampler is None else sampler
+    name = "rejection_sample" if ours else "yours"
+    level, profile = options.level, options.profile
+    shared: SharedRun[None, ConformanceReport] = SharedRun(
+        lambda _: check_rejection_sampler(
+            candidate,
+            level=level,
+            device=options.device,
+            profile=SAMPLER_PROFILES[profile],
+            name=name,
+            statistics=options.statistics,
+        )
+    )
+    group = "rejection-kit" if ours else ""
+    listed = [
+        Check(
+            component="sampler",
+            id=check_id,
+            meaning=meaning,
+            run=partial(_verdict_of, shared, check_id, options),
+            seconds=1800.0,  # the first check run pays for the whole kit
+            group=group,
+        )
+        for check_id, meaning in MEANINGS.items()
+    ]
+    if not ours:
+        return listed
+    summary = Check(
+        component="sampler",
+        id="rejection-kit",
+        meaning="every check of the conformance kit passes on arctic_ref's rejection_sample",
+        title=f"rejection sampler conformance kit ({level})",
+        run=partial(_summary, shared),
+        seconds=1800.0,
+        group=group,
+    )
+    return [summary, *listed]
+
+
+def _summary(shared: SharedRun[None, ConformanceReport]) -> Verdict:
+    report = shared.get(None)
+    if isinstance(report, RunFailed):
+        return Verdict(passed=False, detail=report.message)
+    failed = report.failed()
+    passed = sum(1 for c in report.checks if c.status is CheckStatus.PASS)
+    worst = min((c.p_value for c in report.checks if c.p_value is not None), default=None)
+    return Verdict(
+        passed=not failed,
+        compared="the kit's checks on arctic_ref's rejection_sample",
+        count=passed,
+        figures={
+            "checks passed": f"{passed}/{len(report.checks)}",
+            "smallest p-value": f"{worst:.3g}" if worst else "-",
+        },
+        detail=", ".join(failed),
+    )
+
+
+def _verdict_of(shared: SharedRun[None, ConformanceReport], check_id: str, options: CheckOptions) -> Verdict:
+    report = shared.get(None)
+    meaning = MEANINGS[check_id]
+    if isinstance(report, RunFailed):
+        return Verdict(passed=False, compared=meaning, detail=f"the kit could not run the sampler: {report.message}")
+    found = next((c for c in report.checks if c.id == check_id), None)
+    if found is None and check_id == "S-DESIGN":  # the kit adds it only when it fails
+        return Verdict(passed=True, compared=meaning, count=1, detail="enough samples everywhere")
+    if found is None or found.status is CheckStatus.SKIP:
+        reason = "statistics off (--arctic-ref-no-statistics)" if found is None else found.detail
+        return Verdict(passed=True, compared=meaning, skipped=reason)
+    detail = found.detail + (f"; first case: {found.counterexample}" if found.counterexample else "")
+    if found.p_value is not None:
+        detail = f"p = {found.p_value:.3g} (threshold {found.threshold:.3g}); {detail}"
+    return Verdict(
+        passed=found.status is not CheckStatus.FAIL,
+        compared=f"{meaning} [{options.level} level, profile {options.profile}, device {options.device}]",
+        count=1,
+        detail=detail,
+        replay=f"check_rejection_sampler(yours, level={options.level!r}, seed=0) from arctic_ref.testing, "
+        f"check {check_id}",
+    )
