@@ -3,9 +3,13 @@ each test fails on the kit as it was and passes on the fixed kit. The planted sa
 reference with one step swapped."""
 
 import ast
+import inspect
+from dataclasses import fields
 from pathlib import Path
 
 import arctic_ref
+from arctic_ref.spec.loop import INTENDED_LOOP, LoopRules
+from arctic_ref.testing.rejection.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
 
 PACKAGE = Path(arctic_ref.__file__).parent
 
@@ -31,3 +35,13 @@ def test_kit_names_collide_with_no_other_public_name() -> None:
         assert len(_top_level_definitions(name)) <= 1, f"{name} is defined in {_top_level_definitions(name)}"
     assert _top_level_definitions("CheckStatus") == ["testing/rejection/report.py"]
     assert _top_level_definitions("ToyDrafter") == ["testing/rejection/toy_generation.py"]
+
+
+def test_every_mutant_is_the_loop_with_one_stage_swapped() -> None:
+    """The broken variants are values: the intended ``LoopRules`` with exactly one stage replaced,
+    run by the one loop of ``spec/loop.py`` (it was a second copy of the loop, switched by nine ``if``s)."""
+    for mutation, rules in MUTANT_RULES.items():
+        swapped = [f.name for f in fields(LoopRules) if getattr(rules, f.name) is not getattr(INTENDED_LOOP, f.name)]
+        assert len(swapped) == 1, f"{mutation} swaps {swapped}"
+    assert set(MUTATIONS) == set(MUTANT_RULES) and len(MUTATIONS) == 9
+    assert "if " not in inspect.getsource(MutantLoop.__call__)
