@@ -1,7 +1,21 @@
-"""The rejection-sampler kit's check ids and what passing each one proves: the one table the
-pytest plugin, ``arctic-ref check --impl`` and the docs read."""
+"""The rejection-sampler kit's check ids, what passing each one proves, and each one's category:
+the one table the pytest plugin, ``arctic-ref check --impl`` and the docs read.
 
-from typing import Final
+Categories (``CATEGORIES``):
+
+- ``"semantics"``: what any correct rejection sampler with vLLM's argument list computes on valid
+  input (verification.md §1.3–§2, §5): output layout, acceptance, recovery, draw order, masks, no
+  mutation, and refusing a ``max_spec_len`` over the limit instead of truncating.
+- ``"strict"``: arctic_ref's stricter input contract (verification.md §1.2): malformed shapes and
+  counts, contradictory greedy flags and NaN rows (field bug F-4) raise ``ValueError``. A sampler that
+  validates elsewhere, or follows vLLM 0.9.2 (which checks none of these), may leave them out:
+  ``check_rejection_sampler(..., categories=("semantics",))`` reports them as skipped.
+"""
+
+from typing import Final, Literal, get_args
+
+Category = Literal["semantics", "strict"]
+ALL_CATEGORIES: Final[tuple[Category, ...]] = get_args(Category)
 
 MEANINGS: Final[dict[str, str]] = {
     "E1": "output shape [B, max_spec_len+1], int32, on the logits' device",
@@ -18,7 +32,12 @@ MEANINGS: Final[dict[str, str]] = {
     "E12": "a seeded row draws n uniforms then V exponentials, as on a clone",
     "E13": "a seeded row depends only on its own inputs and generator",
     "E14": "no argument is mutated",
-    "E15": "input validation (its own category: deselect with -k 'not E15' if you validate elsewhere)",
+    "E15-SPEC-LEN": "max_spec_len over the limit (33) is an error, never a truncation: any ValueError "
+    "(vLLM 0.9.2 profile: also vLLM's AssertionError)",
+    "E15-SHAPES": "strict: malformed shapes and counts raise ValueError (draft ids outside [0, V), "
+    "cu_num_draft_tokens != cumsum, max_spec_len < max(n))",
+    "E15-FLAGS": "strict: all_greedy/all_random flags that contradict the temperatures raise ValueError",
+    "E15-NAN": "strict: NaN in a random row's logits raises ValueError instead of emitting from it (F-4)",
     "E16": "temperatures below 1e-5 are greedy, 1e-5 is random",
     "E17": "temperature -> top-k (ties kept) -> top-p (maximum kept) on hand-built rows",
     "E18": "parse_output returns exactly the emitted lists",
@@ -32,3 +51,9 @@ MEANINGS: Final[dict[str, str]] = {
     "S5-SPEED": "an oracle drafter needs fewer verification steps than no drafter",
     "S-DESIGN": "every tested (position, branch) got enough conditional samples",
 }
+
+STRICT_IDS: Final = frozenset({"E15-SHAPES", "E15-FLAGS", "E15-NAN"})
+CATEGORIES: Final[dict[str, Category]] = {
+    check_id: "strict" if check_id in STRICT_IDS else "semantics" for check_id in MEANINGS
+}
+"""Every sampler check's category (see the module docstring)."""

@@ -8,14 +8,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from typing import Literal
+from typing import Final, Literal
 
 import torch
 from torch import Tensor
 
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
-from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
+from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, VLLM_0_9_2, SamplerProfile
 from arctic_ref.spec.rejection import parse_output, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
 from arctic_ref.testing.rejection.corpus import (
@@ -206,7 +206,7 @@ def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckRe
         "E11": _e11_generators,
         "E12": _e12_identity,
         "E13": _e13_seeded_isolation,
-        "E15": _e15_errors,
+        "E15-SPEC-LEN": _e15_errors,  # a crash outside the candidate call is charged here
         "E16": _e16_greedy_threshold,
         "E17": _e17_masks,
         "E18": _e18_parse,
@@ -233,7 +233,10 @@ def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckRe
             "E12",
             "E13",
             "E14",
-            "E15",
+            "E15-SPEC-LEN",
+            "E15-SHAPES",
+            "E15-FLAGS",
+            "E15-NAN",
             "E16",
             "E17",
             "E18",
@@ -436,39 +439,79 @@ def _with_nan_in_a_random_row(case: RejectionCase) -> Tensor:
     return logits
 
 
-def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def _e15_base(c: Candidate, rng: random.Random) -> RejectionCase:
+    """A valid case with at least one random request that has drafts (so a NaN row can be placed)."""
     base = random_case(random.Random(1), greedy_temperature=c.greedy_temperature)
     while not any(n > 0 and not greedy for n, greedy in zip(base.num_draft_tokens, base.greedy, strict=True)):
         base = random_case(rng, greedy_temperature=c.greedy_temperature)
-    bad_cases: dict[str, RejectionCase] = {
-        "max_spec_len 33": replace(base, max_spec_len=33),
-        "draft id = V": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, base.vocab)),
-        "draft id = -1": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, -1)),
-        "cu != cumsum": replace(base, cu_num_draft_tokens=base.cu_num_draft_tokens + 1),
-        "max_spec_len < max(n)": replace(base, max_spec_len=max(base.num_draft_tokens) - 1),
-        "all_greedy flag wrong": replace(
-            base, sampling_metadata=replace(base.sampling_metadata, all_greedy=True, all_random=False)
-        ),
-        "NaN in a random row": replace(base, target_logits=_with_nan_in_a_random_row(base)),
+    return base
+
+
+def _raises(c: Candidate, bad: RejectionCase, accepted: tuple[type[BaseException], ...]) -> str:
+    """ "" when calling the candidate on ``bad`` raises one of ``accepted``, else what happened."""
+    try:
+        c.call(bad)
+    except accepted:
+        return ""
+    except Exception as error:
+        return f"raised {type(error).__name__}: {error}"
+    return "accepted"
+
+
+def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+    """Invalid input raises (verification.md §1.2), one named check per contract: E15-SPEC-LEN
+    (max_spec_len over the limit: any ``ValueError``, e.g. arctic_ref's ``SpecLengthError``, never
+    our own class; under the vLLM 0.9.2 profile also vLLM's ``AssertionError``), and the strict
+    input contract: E15-SHAPES (shapes and counts), E15-FLAGS (greedy flags), E15-NAN (NaN rows)."""
+    base = _e15_base(c, rng)
+    spec_len_errors: tuple[type[BaseException], ...] = (ValueError,)
+    if c.profile.name == VLLM_0_9_2.name:
+        spec_len_errors = (ValueError, AssertionError)  # vLLM 0.9.2's forward asserts (X5)
+    limit = c.profile.max_spec_len_limit
+    problem = _raises(c, replace(base, max_spec_len=limit + 1), spec_len_errors)
+    expected = " or ".join(e.__name__ for e in spec_len_errors)
+    t.record(
+        "E15-SPEC-LEN",
+        problem
+        and f"max_spec_len {limit + 1} (over the limit {limit}): {problem}; the contract is an error "
+        f"({expected}, any subclass), never a truncation",
+    )
+    strict: dict[str, dict[str, RejectionCase]] = {
+        "E15-SHAPES": {
+            "draft id = V": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, base.vocab)),
+            "draft id = -1": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, -1)),
+            "cu_num_draft_tokens != cumsum(num_draft_tokens)": replace(
+                base, cu_num_draft_tokens=base.cu_num_draft_tokens + 1
+            ),
+            "max_spec_len < max(num_draft_tokens)": replace(base, max_spec_len=max(base.num_draft_tokens) - 1),
+        },
+        "E15-FLAGS": {
+            "all_greedy=True with random rows": replace(
+                base, sampling_metadata=replace(base.sampling_metadata, all_greedy=True, all_random=False)
+            ),
+        },
+        "E15-NAN": {"NaN in a random row's logits": replace(base, target_logits=_with_nan_in_a_random_row(base))},
     }
     if c.unsafe_inputs_skipped:
         # vLLM 0.9.2's kernels index memory with these unchecked (out-of-range ids, vLLM #46533; a wrong
         # cumsum or a too-small max_spec_len): under TRITON_INTERPRET they corrupt the heap. Never fed.
         # Inconsistent greedy flags (X4) corrupt it the same way. Only max_spec_len 33 is fed.
-        bad_cases = {"max_spec_len 33": bad_cases["max_spec_len 33"]}
-    for label, bad in bad_cases.items():
-        try:
-            c.call(bad)
-        except SpecLengthError:
-            t.record("E15", "")
-        except ValueError:
-            t.record(
-                "E15", "" if label != "max_spec_len 33" else "max_spec_len 33 raised ValueError, not SpecLengthError"
-            )
-        except Exception as error:
-            t.record("E15", f"{label}: raised {type(error).__name__} instead of ValueError")
-        else:
-            t.record("E15", f"{label}: accepted")
+        for check in strict:
+            t.skip(check, "not fed: these inputs corrupt vLLM 0.9.2's memory under TRITON_INTERPRET")
+        return
+    for check, cases in strict.items():
+        for label, bad in cases.items():
+            problem = _raises(c, bad, (ValueError,))
+            t.record(check, problem and f"{label}: {problem}; {STRICT_CONTRACT[check]}")
+
+
+STRICT_CONTRACT: Final[dict[str, str]] = {
+    "E15-SHAPES": "the strict contract (verification.md §1.2) raises ValueError for malformed shapes and counts",
+    "E15-FLAGS": "the strict contract (verification.md §1.2 item 2) raises ValueError for greedy flags that "
+    "contradict the temperatures",
+    "E15-NAN": "the strict contract (verification.md §1.2 item 5, field bug F-4) raises ValueError for a NaN "
+    "row instead of emitting from it",
+}
 
 
 def _e16_greedy_threshold(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:

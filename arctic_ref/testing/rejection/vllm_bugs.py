@@ -229,9 +229,9 @@ class SamplerBugReplay:
 
 VLLM_BUG_SAMPLERS: Final = (
     SamplerBugReplay(id="V-4", sampler=greedy_rows_divided_by_minus_one, caught_by=frozenset({"E5", "E8"})),
-    SamplerBugReplay(id="V-5", sampler=nan_rows_emit_out_of_vocab, caught_by=frozenset({"E15"})),
+    SamplerBugReplay(id="V-5", sampler=nan_rows_emit_out_of_vocab, caught_by=frozenset({"E15-NAN"})),
     SamplerBugReplay(id="V-6", sampler=tail_tile_out_of_vocab, caught_by=frozenset({"E7"})),
-    SamplerBugReplay(id="V-7", sampler=placeholder_drafts_clamped, caught_by=frozenset({"E15"})),
+    SamplerBugReplay(id="V-7", sampler=placeholder_drafts_clamped, caught_by=frozenset({"E15-SHAPES"})),
     SamplerBugReplay(id="V-8", sampler=draft_probs_dropped, caught_by=frozenset({"E8"})),
     SamplerBugReplay(id="V-10", sampler=top_k_max_of_nothing, caught_by=frozenset({"E1"})),
 )
