@@ -2,6 +2,8 @@
 
 Cases mix greedy and random rows, ties and −inf in the logits, τ ∈ {greedy, 0.5, 1, 2}, optional
 top-k/top-p and draft probabilities with zeros, B ≤ 8, nᵢ ≤ 8, V ≤ 64 (verification.md §5.1).
+No case ties at its top-p boundary: verification.md §1.4 leaves the order of tied values there to
+the backend's sort, so exact tests never place ties there (``top_p_boundary_tied``).
 """
 
 import random
@@ -14,6 +16,9 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise
 from arctic_ref.spec.profile import SamplerProfile
+from arctic_ref.spec.sampling import apply_temperature, apply_top_k
+
+TOP_P_CHOICES = (0.3, 0.8, 1.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,7 +106,7 @@ def random_case(
         logits = logits.masked_fill(cut, float("-inf"))
     temperatures: list[float | None] = [rng.choice([None, 0.5, 1.0, 2.0]) for _ in range(num_reqs)]
     top_k = [rng.randint(1, vocab) for _ in range(num_reqs)] if rng.random() < 0.4 else None
-    top_p = [rng.choice([0.3, 0.8, 1.0]) for _ in range(num_reqs)] if rng.random() < 0.4 else None
+    top_p = [rng.choice(TOP_P_CHOICES) for _ in range(num_reqs)] if rng.random() < 0.4 else None
     drafts = torch.randint(0, vocab, (total,), generator=torch_rng)
     if total and rng.random() < 0.5:  # many drafts at the argmax, so greedy rows accept runs
         argmax = logits.argmax(dim=1)
@@ -112,6 +117,8 @@ def random_case(
         draft_probs = torch.softmax(torch.randn(total, vocab, generator=torch_rng) * 2, dim=1)
         if total and rng.random() < 0.5:
             draft_probs = draft_probs.masked_fill(torch.rand(total, vocab, generator=torch_rng) < 0.3, 0.0)
+    if top_p is not None:
+        top_p = _untied_top_p(logits, counts, temperatures, top_k, top_p)
     generators = {}
     if seeded:
         generators = {
@@ -141,3 +148,45 @@ def random_noise(case: RejectionCase, profile: SamplerProfile, rng: random.Rando
         uniforms=torch.rand(total, dtype=profile.uniform_dtype, generator=g),
         exponentials=torch.empty(num_reqs, case.vocab, dtype=torch.float32).exponential_(generator=g),
     )
+
+
+def top_p_boundary_tied(rows: Tensor, temperature: float, top_k: int | None, top_p: float) -> bool:
+    """Whether top-p's cut (verification.md §1.4 step 4, after temperature and top-k) falls inside a
+    run of equal values in any of ``rows``: some copies of a value masked, others kept, so which
+    token survives depends on the order the sort gives equal values."""
+    if not len(rows):
+        return False
+    x = apply_temperature(rows.to(torch.float32), torch.full((len(rows),), temperature, dtype=torch.float32))
+    if top_k is not None:
+        x = apply_top_k(x, torch.full((len(rows),), top_k, dtype=torch.int64))
+    ordered = x.sort(dim=-1).values
+    cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
+    masked = (cumulative <= torch.tensor(1 - top_p, dtype=torch.float32)).sum(dim=-1).clamp(max=x.shape[-1] - 1)
+    for row, m in zip(ordered, masked.tolist(), strict=True):
+        if m > 0 and torch.isfinite(row[m]) and row[m - 1] == row[m]:
+            return True
+    return False
+
+
+def _untied_top_p(
+    logits: Tensor,
+    counts: list[int],
+    temperatures: list[float | None],
+    top_k: list[int] | None,
+    top_p: list[float],
+) -> list[float]:
+    """Each request's top-p, moved to the first of ``TOP_P_CHOICES`` (1.0 cuts nothing finite) whose
+    boundary ties none of its rows (greedy rows too: the vLLM profile's greedy argmax reads p at τ = 1)."""
+    starts = [0, *[sum(counts[: i + 1]) for i in range(len(counts))]]
+    chosen = []
+    for i, p in enumerate(top_p):
+        rows = logits[starts[i] : starts[i + 1]]
+        tau = temperatures[i] or 1.0
+        k = None if top_k is None else top_k[i]
+        for candidate in (p, *TOP_P_CHOICES):
+            if not top_p_boundary_tied(rows, tau, k, candidate):
+                chosen.append(candidate)
+                break
+        else:
+            raise AssertionError(f"request {i}: every top-p in {TOP_P_CHOICES} ties at the boundary")
+    return chosen
