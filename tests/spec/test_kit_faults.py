@@ -193,3 +193,28 @@ def test_no_corpus_case_ties_at_its_top_p_boundary() -> None:
         for index in range(2000):
             case = random_case(rng, seeded=seeded)
             assert not _ties_at_top_p_boundary(case), (index, _ties_at_top_p_boundary(case))
+
+
+def _bonus_after_rejected_last_draft(*args: Any) -> torch.Tensor:
+    """Our sampler, but a row that rejects its last draft also emits the bonus after the recovered token."""
+    out = rejection_sample(*args)
+    drafts, counts, bonus = args[0].tolist(), args[1], args[6]
+    start = 0
+    for i, n in enumerate(counts):
+        row = out[i].tolist()
+        length = row.index(-1) if -1 in row else len(row)
+        if n > 0 and length == n and row[: n - 1] == drafts[start : start + n - 1]:
+            out[i, n] = int(bonus[i, 0])
+        start += n
+    return out
+
+
+def test_e4_catches_a_bonus_after_a_rejected_last_draft_and_e3_says_so() -> None:
+    """Before: E4 passed such a row, E3 said "prefix [21] is not the drafts [26]" and E8 printed
+    whole matrices."""
+    report = check_rejection_sampler(_bonus_after_rejected_last_draft, level="quick", statistics=False)
+    failed = {c.id: c for c in report.checks if c.status is CheckStatus.FAIL}
+    assert {"E3", "E4", "E8"} <= set(failed), report.to_markdown()
+    assert "bonus after a rejected draft" in failed["E3"].counterexample
+    assert "bonus after a rejected draft" in failed["E4"].counterexample
+    assert failed["E8"].counterexample.startswith("row ") and "differs" in failed["E8"].counterexample

@@ -97,10 +97,21 @@ def layout_problem(case: RejectionCase, out: Tensor) -> tuple[str, str]:
         if any(t != PLACEHOLDER_TOKEN_ID for t in row[length:]) or not 1 <= length <= n + 1:
             return "E2", f"row {i} with {n} drafts: {row}"
         mine = drafts[start : start + n]
-        if row[: length - 1] != mine[: length - 1]:
-            return "E3", f"row {i} prefix {row[: length - 1]} is not the drafts {mine}"
         last = row[length - 1]
-        if length == n + 1 and last != int(case.bonus_token_ids[i, 0]):
+        bonus = int(case.bonus_token_ids[i, 0])
+        if row[: length - 1] != mine[: length - 1]:
+            if length == n + 1 and last == bonus and row[: n - 1] == mine[: n - 1]:
+                # E4 holds this too: the row ends with the bonus, but not every draft was accepted.
+                return "E3", (
+                    f"row {i}: bonus after a rejected draft: it emits {row[n - 1]} for its last draft "
+                    f"{mine[n - 1]}, then the bonus {bonus} (drafts {mine}, row {row[:length]})"
+                )
+            at = next(k for k, (a, b) in enumerate(zip(row[: length - 1], mine, strict=False)) if a != b)
+            return (
+                "E3",
+                f"row {i}: position {at} emits {row[at]} where the draft {mine[at]} was not accepted, yet the row goes on (drafts {mine}, row {row[:length]})",
+            )
+        if length == n + 1 and last != bonus:
             return "E4", f"row {i} accepted all {n} drafts but ends with {last}, not the bonus"
         if length <= n:
             if not 0 <= last < case.vocab:
@@ -111,6 +122,18 @@ def layout_problem(case: RejectionCase, out: Tensor) -> tuple[str, str]:
                 return "E7", f"row {i} recovered {last}, which has zero target probability"
         start += n
     return "", ""
+
+
+def _first_row_difference(actual: Tensor, expected: Tensor) -> str:
+    """ "" when equal, else the first row that differs (both versions of it), and how many differ."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return f"output shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+    got = actual.cpu().to(torch.int32)
+    if torch.equal(got, expected):
+        return ""
+    rows = [i for i, (a, b) in enumerate(zip(got.tolist(), expected.tolist(), strict=True)) if a != b]
+    i = rows[0]
+    return f"row {i} differs (of {len(rows)} rows): got {got[i].tolist()} expected {expected[i].tolist()}"
 
 
 def _mutated(case: RejectionCase, args: tuple[object, ...], takes: str) -> str:
@@ -190,10 +213,11 @@ def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckRe
             tally.record("E1", malformed_output(actual, case.num_draft_tokens, case.vocab), _describer(case))
             continue
         check, problem = layout_problem(case, actual)
+        bonus_after_rejection = check == "E3" and "bonus after a rejected draft" in problem
         for layout_id in ("E1", "E2", "E3", "E4", "E7"):
-            tally.record(layout_id, problem if check == layout_id else "", _describer(case))
-        same = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual.cpu().to(torch.int32), expected)
-        tally.record("E8", "" if same else f"got {actual.tolist()} expected {expected.tolist()}", _describer(case))
+            found = problem if check == layout_id or (layout_id == "E4" and bonus_after_rejection) else ""
+            tally.record(layout_id, found, _describer(case))
+        tally.record("E8", _first_row_difference(actual, expected), _describer(case))
         tally.record("E14", _mutated(case, args, candidate.takes))
         tally.record("RNG-ORDER", rng_problem)
     if candidate.injector is not None:
