@@ -33,6 +33,9 @@ SamplerProfileName = Literal["intended", "vllm-0.9.2"]
 """The intended numerics, or vLLM 0.9.2's (docs/verification.md §2.4)."""
 Backend = Literal["gloo", "nccl"]
 """The exchange's process groups: gloo on CPU, or NCCL with one GPU per rank."""
+SamplerCategory = Literal["semantics", "strict"]
+"""The sampler checks' categories: what any correct sampler computes, or arctic_ref's stricter input
+contract (``arctic_ref.testing.rejection.check_ids``), which a user may leave out."""
 HypothesisProfile = Literal["dev", "ci", "nightly"]
 """The project's Hypothesis profiles (``arctic_ref.testing.profiles``)."""
 
@@ -40,6 +43,7 @@ LEVELS: tuple[Level, ...] = get_args(Level)
 DEVICES: tuple[Device, ...] = get_args(Device)
 SAMPLER_PROFILE_NAMES: tuple[SamplerProfileName, ...] = get_args(SamplerProfileName)
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
+SAMPLER_CATEGORIES: tuple[SamplerCategory, ...] = get_args(SamplerCategory)
 HYPOTHESIS_PROFILES: tuple[HypothesisProfile, ...] = get_args(HypothesisProfile)
 
 
@@ -53,6 +57,8 @@ class CheckOptions:
     statistics: bool = True
     """Run the sampler kit's statistical checks (S1–S5)."""
     backend: Backend = "gloo"
+    leave_out: tuple[SamplerCategory, ...] = ()
+    """Sampler check categories reported as skipped instead of run (``strict``: our stricter contract)."""
     hypothesis_profile: HypothesisProfile = "ci"
     option_prefix: str = "--arctic-ref-"
     """How an option is named in messages: ``--arctic-ref-`` for pytest, ``--impl `` for the CLI."""

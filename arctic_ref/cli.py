@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from arctic_ref.check_options import LEVELS, TARGET_COMPONENTS, CheckOptions
+from arctic_ref.check_options import LEVELS, SAMPLER_CATEGORIES, TARGET_COMPONENTS, CheckOptions
 from arctic_ref.model.config import DTYPES
 from arctic_ref.parallel.launch import RankFailed
 from arctic_ref.runner.engine import KERNELS
@@ -71,7 +71,11 @@ def _check(args: argparse.Namespace) -> int:
         check_report.check_report_path(args.report)
     if args.impl:
         options = CheckOptions(
-            level=args.level, strict=args.strict, statistics=not args.no_statistics, option_prefix="--impl "
+            level=args.level,
+            strict=args.strict,
+            statistics=not args.no_statistics,
+            leave_out=tuple(args.leave_out),
+            option_prefix="--impl ",
         )
         built = front_door.impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
         _say(f"arctic-ref check: {sum(len(c) for _, c in built)} checks of {', '.join(args.impl)}")
@@ -285,10 +289,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--level", choices=LEVELS, default="quick", help="sampler kit level (--impl)")
     check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
+    check.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        choices=SAMPLER_CATEGORIES,
+        metavar="CATEGORY",
+        help="sampler: report this category's checks as skipped (strict: our stricter input contract) (--impl)",
+    )
     check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")
     check.add_argument("--report", type=Path, metavar="PATH", help="also write the table as .md, .json or JUnit .xml")
     check.set_defaults(run=_check)
-    gen = commands.add_parser("generate", help="generate with a layout and drafter (runner.md §4)")
+    gen = commands.add_parser("generate", help="generate with a layout and drafter (docs/runner.md §4)")
     gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")
     gen.add_argument("--seed", type=int, default=0, help="weights of tiny")
     gen.add_argument("--dtype", choices=list(DTYPES), default="float64")
@@ -324,7 +336,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--cuda-graphs", action="store_true", help="capture and replay CUDA graphs (--device cuda)")
     gen.add_argument("--json", action="store_true", help="one JSON object per request, prompt order")
     gen.set_defaults(run=_generate)
-    sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (suffix-decoding.md §8)")
+    sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (docs/suffix-decoding.md §8)")
     source = sim.add_mutually_exclusive_group()
     source.add_argument("--trace", type=Path, help="JSONL: prompt_token_ids, response_token_ids, optional req_id")
     source.add_argument("--workload", choices=["code-edit"], default="code-edit", help="the built-in trace (default)")

@@ -22,6 +22,7 @@ from arctic_ref.check_options import (
     DEVICES,
     HYPOTHESIS_PROFILES,
     LEVELS,
+    SAMPLER_CATEGORIES,
     SAMPLER_PROFILE_NAMES,
     TARGET_COMPONENTS,
     TARGET_HELP,
@@ -69,6 +70,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="sampler: the exact checks only (S1-S5 pass untested); for a fast pre-commit run",
     )
     group.addoption(
+        "--arctic-ref-leave-out",
+        action="append",
+        default=[],
+        choices=SAMPLER_CATEGORIES,
+        metavar="CATEGORY",
+        help="sampler: report this category's checks as skipped (strict: arctic_ref's stricter input contract, "
+        "E15-SHAPES, E15-FLAGS, E15-NAN); repeatable",
+    )
+    group.addoption(
         "--arctic-ref-strict",
         action="store_true",
         help="fail on documented upstream differences (X1-X7) too; they are reported either way",
@@ -96,6 +106,7 @@ def _options(config: pytest.Config) -> CheckOptions:
         hypothesis_profile=config.getoption("--arctic-ref-hypothesis-profile"),
         statistics=not config.getoption("--arctic-ref-no-statistics"),
         backend=config.getoption("--arctic-ref-backend"),
+        leave_out=tuple(config.getoption("--arctic-ref-leave-out")),
     )
 
 

@@ -1,6 +1,6 @@
 """Suffix decoding: ours against upstream's C++ tree on the code-edit workload, side by side.
 
-Spec suffix-decoding.md §7: one process, interleaved rounds (A B A B …), median of per-round ratios,
+Spec docs/suffix-decoding.md §7: one process, interleaved rounds (A B A B …), median of per-round ratios,
 each replay started after a full ``gc.collect()`` (the collector stays on while it runs),
 ``time.perf_counter`` around ``cache.speculate`` and around ``start_request`` + ``add_active_response``;
 a timing from a round whose drafts differ is void. Depth 64, 32 spec tokens, path drafts.

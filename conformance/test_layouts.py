@@ -1,4 +1,4 @@
-"""Layout conformance on CPU with gloo (parallel.md §5): every layout L1–L8 gives L0's greedy
+"""Layout conformance on CPU with gloo (docs/parallel.md §5): every layout L1–L8 gives L0's greedy
 tokens in float64 and per-step logits within 1e-9; float32 and bfloat16 on L3 and L7 within the
 tolerance table; collective counts per mode; exchanges, KV invariance and shift-logit order. The
 fused forward (``--kernels packed``: packed projections and RoPE after the exchange, torch ops) on
@@ -64,7 +64,7 @@ def test_layout_matches_baseline_in_float64(outcomes: dict[tuple[str, str], Layo
     assert result.max_abs <= 1e-9
     assert result.compared_rows == sum(len(r.output_token_ids) for r in base.results)
     assert [r.output_token_ids for r in other.results] == [r.output_token_ids for r in base.results]
-    if other.case.drafter != "none":  # runner.md §6 item 1: lossless, and drafts were really made
+    if other.case.drafter != "none":  # docs/runner.md §6 item 1: lossless, and drafts were really made
         assert sum(r.num_draft_tokens for r in other.results) > 0
 
 
@@ -113,7 +113,7 @@ def _steps(outcome: LayoutOutcome) -> int:
 def test_collective_counts_per_mode(
     outcomes: dict[tuple[str, str], LayoutOutcome], name: str, per_step: dict[tuple[str, str], int]
 ) -> None:
-    """parallel.md §5.3: counts per forward step, times the number of steps (every step samples)."""
+    """docs/parallel.md §5.3: counts per forward step, times the number of steps (every step samples)."""
     outcome = outcomes[(name, "float64")]
     steps = _steps(outcome)
     assert outcome.collectives == Counter({key: count * steps for key, count in per_step.items()})
@@ -142,7 +142,7 @@ def test_ulysses_exchanges(world: int) -> None:
 
 @pytest.mark.parametrize("sizes", [(2, 2), (4, 1)], ids=["S2xT2", "S4xT1"])
 def test_kv_cache_is_the_same_in_base_and_shift_mode(sizes: tuple[int, int]) -> None:
-    """parallel.md §3.3 T2: per rank and layer, K and V at the prompt's slots agree to 1e-12."""
+    """docs/parallel.md §3.3 T2: per rank and layer, K and V at the prompt's slots agree to 1e-12."""
     for figures in spawn_ranks(check_kv_invariance, sizes, world_size=4, timeout_s=120):
         assert values(figures)["finite"] == 1.0
         assert values(figures)["max_abs"] <= 1e-12, figures
@@ -151,7 +151,7 @@ def test_kv_cache_is_the_same_in_base_and_shift_mode(sizes: tuple[int, int]) -> 
 
 @pytest.mark.parametrize(("world", "sizes"), [(2, (2, 1)), (4, (2, 2))], ids=["S2xT1", "S2xT2"])
 def test_comm_volumes_equal_the_formulas(world: int, sizes: tuple[int, int]) -> None:
-    """parallel.md §2.4 and §5.3: every BASE and SHIFT step's CountingComm elements and bytes per
+    """docs/parallel.md §2.4 and §5.3: every BASE and SHIFT step's CountingComm elements and bytes per
     (op, group) equal ``comm_volume`` exactly; call counts per op family agree with CommDebugMode."""
     for figures in spawn_ranks(check_volumes, sizes, world_size=world, timeout_s=120):
         assert values(figures) == {
@@ -165,7 +165,7 @@ def test_comm_volumes_equal_the_formulas(world: int, sizes: tuple[int, int]) -> 
 
 @pytest.mark.parametrize("kernels", ["reference", "packed"])
 def test_cross_mode_steps_t3(kernels: str) -> None:
-    """parallel.md §3.3 T3 (S2×T2, threshold 8): the modes BASE, 5×SHIFT, BASE, 2×SHIFT as
+    """docs/parallel.md §3.3 T3 (S2×T2, threshold 8): the modes BASE, 5×SHIFT, BASE, 2×SHIFT as
     specified; logits ≤ 1e-9 of the single-rank baseline and identical greedy tokens."""
     for figures in spawn_ranks(check_cross_mode, kernels, world_size=4, timeout_s=180):
         found = values(figures)
@@ -177,7 +177,7 @@ def test_cross_mode_steps_t3(kernels: str) -> None:
 
 
 def test_shift_logits_come_back_in_vocab_order() -> None:
-    """parallel.md §3.5: corrected gather ≡ baseline; the seed's raw gather swaps shards 1 and 2."""
+    """docs/parallel.md §3.5: corrected gather ≡ baseline; the seed's raw gather swaps shards 1 and 2."""
     for figures in spawn_ranks(check_logits_order, world_size=4, timeout_s=120):
         found = values(figures)
         assert found["fixed_max_abs"] <= 1e-9
@@ -187,7 +187,7 @@ def test_shift_logits_come_back_in_vocab_order() -> None:
 
 
 def test_interleaved_runners_equal_their_solo_runs_and_touch_no_globals() -> None:
-    """runner.md §1.4 item 4 (world 4): SP2×TP2 with shift and TP4 on the same ranks, stepped
+    """docs/runner.md §1.4 item 4 (world 4): SP2×TP2 with shift and TP4 on the same ranks, stepped
     alternately; no arctic_ref module global changes while they run."""
     for figures in spawn_ranks(check_interleaved_layouts, world_size=4, timeout_s=300):
         assert values(figures) == {"interleaved_equal_solo": 1.0, "layouts_agree": 1.0, "unchanged_globals": 1.0}, (

@@ -1,4 +1,4 @@
-"""CUDA graphs on one GPU (runner.md §6 item 6): every size of the base capture plan is captured;
+"""CUDA graphs on one GPU (docs/runner.md §6 item 6): every size of the base capture plan is captured;
 replay equals eager at the same padded shape bit for bit; real rows equal unpadded eager within
 1e-12 (float64); pad rows write nothing a real row reads; generation with graphs equals eager."""
 

@@ -1,4 +1,4 @@
-"""The model on one GPU in bfloat16 against the float64 CPU baseline (parallel.md §5.2 table), and
+"""The model on one GPU in bfloat16 against the float64 CPU baseline (docs/parallel.md §5.2 table), and
 the layout conformance over NCCL when enough GPUs exist (skipped otherwise, saying why)."""
 
 from dataclasses import replace
@@ -16,7 +16,7 @@ from arctic_ref.testing.layouts.matrix import L9, LAYOUTS, TOLERANCE, compare, r
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 SOLO = SoloComm(0)
-# Against float64 on the CPU (not the same-dtype layout table of parallel.md §5.2): float64 and
+# Against float64 on the CPU (not the same-dtype layout table of docs/parallel.md §5.2): float64 and
 # float32 on the GPU are held to the table's float32 row (the float32 islands use CUDA's float32
 # rsqrt/cos/sin). bfloat16 against float64 is outside the table, which compares layouts in one
 # dtype: measured on an H200 max|Δ| 0.48, mean 1.2e-2, flips at margins up to 0.14, so it is held to
@@ -50,7 +50,7 @@ def test_model_on_gpu_against_float64_cpu(dtype: torch.dtype) -> None:
     """Per-step logits while histories agree, against float64 on the CPU with the same
     (dtype-rounded) weights, so only the arithmetic differs; bounds in ``VS_FLOAT64``. Argmax flips
     are allowed only where the reference's top-1/top-2 margin is at most 0.2 (bfloat16) or twice the
-    max tolerance (parallel.md §5.2 rule 2)."""
+    max tolerance (docs/parallel.md §5.2 rule 2)."""
     cpu_out, cpu_rows = _run(torch.float64, "cpu", dtype)
     gpu_out, gpu_rows = _run(dtype, "cuda", dtype)
     name = str(dtype).removeprefix("torch.")
@@ -78,7 +78,7 @@ def test_model_on_gpu_against_float64_cpu(dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("world", [2, 4, 8])
 def test_layouts_over_nccl(world: int) -> None:
-    """L1–L9 over NCCL, float64, against L0 on the CPU (parallel.md §5.1, runner.md §6 item 6)."""
+    """L1–L9 over NCCL, float64, against L0 on the CPU (docs/parallel.md §5.1, docs/runner.md §6 item 6)."""
     if torch.cuda.device_count() < world:
         pytest.skip(f"needs {world} GPUs, {torch.cuda.device_count()} visible")
     cases = tuple(replace(c, device="cuda") for c in (*LAYOUTS, L9) if c.world_size == world)

@@ -148,7 +148,7 @@ def test_nan_logits_raise_after_the_same_draws() -> None:
 
 @pytest.mark.parametrize("column", [10, 8191, 8192, 19_999])
 def test_nan_in_a_greedy_row_raises_on_every_path(column: int) -> None:
-    """A NaN that is not a greedy row's maximum still makes torch's max NaN (verification.md §1.2
+    """A NaN that is not a greedy row's maximum still makes torch's max NaN (docs/verification.md §1.2
     item 5): the torch path, the fused path and a replay all raise. Triton's ``tl.max`` skips NaN,
     so the fused greedy argmax propagates it explicitly; before that, these calls returned tokens."""
     args = _args(4, 3, 20_000, mixed=True)  # request 0 is greedy (τ = 0): row 0 is a greedy row (3 chunks)

@@ -1,5 +1,5 @@
 """The bug catalogue's coverage table (``arctic_ref.testing.bug_catalogue``) held to the code: every id
-of spec/bugs.md once, every cited test defined, every battery known, docs/bugs.md's table rendered
+of docs/bugs.md once, every cited test defined, every battery known, docs/bugs.md's table rendered
 from it; and the replays that live here (AI-15)."""
 
 import re

@@ -1,5 +1,5 @@
 """``arctic-ref simulate`` and ``check`` end to end, and the upstream simulator bugs not copied
-(suffix-decoding.md §8)."""
+(docs/suffix-decoding.md §8)."""
 
 import json
 from collections.abc import Callable
@@ -312,7 +312,7 @@ def test_check_progress_counts_the_ids_of_only_and_the_table_names_them(capsys: 
 
 
 DOCUMENTED_NUM_SPEC_TOKENS: dict[SpecMethod, int] = {"suffix": 32, "ngram": 3, "arctic": 3}
-"""runner.md §2.2 (suffix: ``suffix_max_spec_tokens``, default 32), §2.3 (n-gram: 3) and §2.4 (the
+"""docs/runner.md §2.2 (suffix: ``suffix_max_spec_tokens``, default 32), §2.3 (n-gram: 3) and §2.4 (the
 Arctic speculator: its n_predict, 3)."""
 
 
@@ -340,7 +340,7 @@ def undocumented_defaults(job_for: Callable[[SpecMethod], GenerateJob]) -> list[
 def test_num_spec_tokens_defaults_are_the_documented_ones_and_the_v16_replay_is_caught(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """bugs.md V-16: ``--num-spec-tokens``'s default per ``--spec`` is what runner.md documents and
+    """bugs.md V-16: ``--num-spec-tokens``'s default per ``--spec`` is what docs/runner.md documents and
     ``--help`` prints, measured by the drafts it makes; a build whose suffix default disagrees (24,
     an injected ``NumSpecDefaults``) is named."""
     assert undocumented_defaults(lambda method: GenerateJob(spec=method)) == []

@@ -135,7 +135,7 @@ def test_layout(arctic_ref_layout_runner):
 
 @pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="the example's cache wraps arctic-inference 0.3.0")
 def test_upstream_differences_are_reported_and_fail_only_when_strict(example: pytest.Pytester) -> None:
-    """Upstream's C++ cache differs from the reference on X1, X2 and X5 (suffix-decoding.md §5.2):
+    """Upstream's C++ cache differs from the reference on X1, X2 and X5 (docs/suffix-decoding.md §5.2):
     reported as known differences, a failure only under --arctic-ref-strict."""
     base = ("-p", "no:cacheprovider", "--arctic-ref-suffix-cache=byo.cache:make_cache", "-k", "bad-input")
     example.runpytest(*base).assert_outcomes(passed=1)

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from arctic_ref.check_options import CheckOptions
 from arctic_ref.testing.check import (
     Check,
     CheckTimeout,
@@ -16,7 +17,8 @@ from arctic_ref.testing.check import (
     time_limit,
 )
 from arctic_ref.testing.check_report import format_report
-from arctic_ref.testing.front_door import CheckRun
+from arctic_ref.testing.front_door import CheckRun, component_checks
+from arctic_ref.testing.rejection.check_ids import CATEGORIES
 
 
 def _spin(seconds: float) -> Verdict:
@@ -97,3 +99,15 @@ def test_the_report_table_keeps_one_line_per_row_and_prints_failures_below() -> 
     rows = [line for line in table.splitlines() if line.startswith("sampler=x:y")]
     assert len(rows) == 1 and "(more below)" in rows[0] and "second line" not in rows[0]
     assert "second line" in table.split(rows[0], 1)[1]
+
+
+def test_leaving_out_the_strict_category_skips_its_checks_through_the_front_door() -> None:
+    """``--arctic-ref-leave-out strict`` (``--leave-out strict``): the strict checks are reported as
+    skipped, the others run."""
+    options = CheckOptions(leave_out=("strict",), statistics=False, option_prefix="--impl ")
+    checks = {c.id: c for c in component_checks("sampler", "arctic_ref.spec:rejection_sample", options)}
+    for check_id, category in CATEGORIES.items():
+        if check_id.startswith("E15"):
+            verdict = run_check(checks[check_id])
+            assert bool(verdict.skipped) == (category == "strict"), (check_id, verdict)
+            assert verdict.passed

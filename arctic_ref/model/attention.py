@@ -1,5 +1,5 @@
 """Reference paged attention: per request, causal over exactly positions [0, seq_len) of the cache
-(runner.md §3.6). Softmax and P·v in float64 for float64 models, else float32, then cast."""
+(docs/runner.md §3.6). Softmax and P·v in float64 for float64 models, else float32, then cast."""
 
 from dataclasses import dataclass
 

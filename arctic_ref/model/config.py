@@ -1,5 +1,5 @@
 """``ModelConfig``: the Llama shape, read from and written to a Hugging Face ``config.json``
-(runner.md §3.3), and the built-in ``tiny`` (§3.4)."""
+(docs/runner.md §3.3), and the built-in ``tiny`` (§3.4)."""
 
 import json
 from dataclasses import dataclass
@@ -151,7 +151,7 @@ def tiny_config(*, tied: bool = False, vocab_size: int = 512) -> ModelConfig:
 
 
 def llama3_8b_config() -> ModelConfig:
-    """Llama-3-8B shapes (runner.md §7), for GPU benchmarks with random weights."""
+    """Llama-3-8B shapes (docs/runner.md §7), for GPU benchmarks with random weights."""
     return ModelConfig(
         vocab_size=128_256,
         hidden_size=4096,

@@ -1,4 +1,4 @@
-"""The paged KV cache of one rank (runner.md §3.6): per layer K and V ``[num_blocks, 16, heads, d]``,
+"""The paged KV cache of one rank (docs/runner.md §3.6): per layer K and V ``[num_blocks, 16, heads, d]``,
 block 0 reserved, ``slot = block·16 + pos % 16``, pad rows −1. The block tables that map requests to
 blocks are the engine's (``arctic_ref.runner.block_tables``)."""
 

@@ -1,4 +1,4 @@
-"""The Llama layer math as free functions, mirroring transformers' float32 islands (runner.md §3.1)."""
+"""The Llama layer math as free functions, mirroring transformers' float32 islands (docs/runner.md §3.1)."""
 
 import torch
 import torch.nn.functional as F

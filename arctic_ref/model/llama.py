@@ -1,4 +1,4 @@
-"""One rank's Llama forward in any layout (parallel.md §2.3, runner.md §3): baseline, TP, Ulysses
+"""One rank's Llama forward in any layout (docs/parallel.md §2.3, docs/runner.md §3): baseline, TP, Ulysses
 SP, SP×TP and shift. The ``StepPlan`` says which groups the collectives use; the KV cache is an
 argument, so the base and shift models share it."""
 

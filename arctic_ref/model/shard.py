@@ -1,4 +1,4 @@
-"""``shard_weights(full, shard, count)``: one rank's slice of the full weights (runner.md §3.5).
+"""``shard_weights(full, shard, count)``: one rank's slice of the full weights (docs/runner.md §3.5).
 The base model uses (t, T), the shift model (t·S + s, P); both come from one full set."""
 
 import torch.nn.functional as F

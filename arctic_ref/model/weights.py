@@ -1,4 +1,4 @@
-"""Full (unsharded) weights under Hugging Face ``LlamaForCausalLM`` names (runner.md §3.2–3.4):
+"""Full (unsharded) weights under Hugging Face ``LlamaForCausalLM`` names (docs/runner.md §3.2–3.4):
 seeded random weights, safetensors loading (single file or sharded index) and ``save_pretrained``."""
 
 import json

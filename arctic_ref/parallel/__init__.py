@@ -1,4 +1,4 @@
-"""Parallel layouts: TP, Ulysses SP, SP×TP and Shift Parallelism (parallel.md)."""
+"""Parallel layouts: TP, Ulysses SP, SP×TP and Shift Parallelism (docs/parallel.md)."""
 
 from arctic_ref.parallel.comm import Comm, CommCall, CountingComm, RankGroups, SoloComm, TorchComm, build_groups
 from arctic_ref.parallel.cudagraph import GraphTables, default_capture_sizes, dp_padding, pad_sp, pad_to

@@ -1,4 +1,4 @@
-"""``Comm``: the collectives one process group offers (parallel.md §1.4), and ``RankGroups``.
+"""``Comm``: the collectives one process group offers (docs/parallel.md §1.4), and ``RankGroups``.
 
 ``all_gather`` concatenates on dim 0 in *declared* member order. ``torch.distributed.new_group``
 sorts its ranks, so ``TorchComm`` reorders the raw collective output with
@@ -103,7 +103,7 @@ class TorchComm:
 
 CommOp = Literal["all_reduce", "all_to_all", "all_gather"]
 GroupKind = Literal["tp", "sp", "shift"]
-"""The three groups a rank belongs to (parallel.md §1.2)."""
+"""The three groups a rank belongs to (docs/parallel.md §1.2)."""
 
 
 @dataclass(frozen=True, slots=True)

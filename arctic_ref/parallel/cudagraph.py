@@ -1,4 +1,4 @@
-"""CUDA-graph size tables and padding as pure, printable code (parallel.md §4)."""
+"""CUDA-graph size tables and padding as pure, printable code (docs/parallel.md §4)."""
 
 import bisect
 from collections.abc import Sequence

@@ -1,4 +1,4 @@
-"""``capture_graph``: warm up on a side stream, then capture one call as a CUDA graph (parallel.md §4.2)."""
+"""``capture_graph``: warm up on a side stream, then capture one call as a CUDA graph (docs/parallel.md §4.2)."""
 
 from collections.abc import Callable
 from typing import TypeVar

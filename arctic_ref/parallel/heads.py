@@ -1,4 +1,4 @@
-"""Which query and KV heads GPU (s, t) holds, in base mode and in shift mode (parallel.md §1.2),
+"""Which query and KV heads GPU (s, t) holds, in base mode and in shift mode (docs/parallel.md §1.2),
 as closed formulas: the KV-cache invariance theorem (§3.3) compares the two."""
 
 from arctic_ref.parallel.layout import ParallelLayout

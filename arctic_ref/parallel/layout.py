@@ -1,4 +1,4 @@
-"""``ParallelLayout``: the (S, T) rank grid, its groups and the model-shape checks (parallel.md §1).
+"""``ParallelLayout``: the (S, T) rank grid, its groups and the model-shape checks (docs/parallel.md §1).
 
 Ranks form an array of shape (S, T), TP innermost: GPU (s, t) is rank ``s·T + t``. TP groups are
 contiguous, SP groups strided by T, and the shift group holds all P = S·T ranks TP-major, so the
@@ -81,14 +81,14 @@ class ParallelLayout:
     @staticmethod
     def gather_perm(members: Sequence[int]) -> tuple[int, ...]:
         """Index that turns a collective's output (chunks in sorted-rank order) into declared
-        member order: ``argsort([members.index(g) for g in sorted(members)])`` (parallel.md §3.5)."""
+        member order: ``argsort([members.index(g) for g in sorted(members)])`` (docs/parallel.md §3.5)."""
         shard_of_sorted = [list(members).index(g) for g in sorted(members)]
         return tuple(sorted(range(len(members)), key=shard_of_sorted.__getitem__))
 
     def validate_model(
         self, *, num_attention_heads: int, num_key_value_heads: int, intermediate_size: int, shift: bool = False
     ) -> None:
-        """V3–V7 of parallel.md §1.3, raised with the numbers."""
+        """V3–V7 of docs/parallel.md §1.3, raised with the numbers."""
         heads, kv, inter = num_attention_heads, num_key_value_heads, intermediate_size
         tp, sp, p = self.tp, self.sp, self.tp * self.sp
         if heads % p:

@@ -1,5 +1,5 @@
 """``ShiftPolicy`` → ``StepPlan``: which model runs a step, at what padded shape, over which groups
-(parallel.md §3.1–3.2, §4.3). The plan is a value passed into the forward; nothing global changes."""
+(docs/parallel.md §3.1–3.2, §4.3). The plan is a value passed into the forward; nothing global changes."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

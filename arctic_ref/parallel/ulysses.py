@@ -1,4 +1,4 @@
-"""Ulysses exchanges over the SP group (DeepSpeed-Ulysses, arXiv 2309.14509; parallel.md §2.2)."""
+"""Ulysses exchanges over the SP group (DeepSpeed-Ulysses, arXiv 2309.14509; docs/parallel.md §2.2)."""
 
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable

@@ -1,4 +1,4 @@
-"""Communication volume of one forward step and its logits, per rank (parallel.md §2.4): elements a
+"""Communication volume of one forward step and its logits, per rank (docs/parallel.md §2.4): elements a
 rank sends (ring all-reduce 2(n−1)/n·x, all-to-all (n−1)/n·x) or receives (all-gather (n−1)·x),
 keyed like ``CountingComm``'s log by (op, group). Bytes = elements × the dtype's size.
 

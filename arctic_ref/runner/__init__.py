@@ -1,4 +1,4 @@
-"""The reference runner: scheduler, engine step, generation (runner.md)."""
+"""The reference runner: scheduler, engine step, generation (docs/runner.md)."""
 
 from arctic_ref.runner.engine import EngineConfig, RequestResult, SampleRecord, build_runner, run_requests
 from arctic_ref.runner.requests import RequestState, SamplingParams, ScheduledRequest, SchedulerOutput

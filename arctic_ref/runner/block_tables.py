@@ -1,4 +1,4 @@
-"""``BlockTables``: which KV-cache blocks each request holds (runner.md §3.6), owned by the engine."""
+"""``BlockTables``: which KV-cache blocks each request holds (docs/runner.md §3.6), owned by the engine."""
 
 from dataclasses import dataclass, field
 

@@ -1,4 +1,4 @@
-"""Drafters the runner can use (runner.md §2): none, suffix decoding, the Arctic speculator alone or
+"""Drafters the runner can use (docs/runner.md §2): none, suffix decoding, the Arctic speculator alone or
 beside suffix decoding (adapters over ``arctic_ref.spec.drafts``, which holds every selection rule),
 n-gram (vLLM 0.9.x), and two test drafters for ``check`` — an oracle that knows the baseline's tokens
 and junk. Every drafter sees the same rows on every rank and makes no collective call."""
@@ -53,7 +53,7 @@ class NoDrafter:
 
 @dataclass(slots=True)
 class SuffixDrafter:
-    """Suffix decoding in the runner (runner.md §2.1–2.2, §2.5 item 2): an adapter that owns the
+    """Suffix decoding in the runner (docs/runner.md §2.1–2.2, §2.5 item 2): an adapter that owns the
     suffix cache (``new_suffix_cache``) and calls
     ``propose_draft_token_ids``, which holds every rule. ``rules`` injects a bug replay."""
 
@@ -69,7 +69,7 @@ class SuffixDrafter:
 
     @classmethod
     def build(cls, max_model_len: int, num_spec_tokens: int = MAX_SPEC_LEN, rules: DraftRules = INTENDED_RULES) -> Self:
-        """The runner's defaults (runner.md §2.2): ``suffix_config(max_model_len, max_spec_tokens=...)``."""
+        """The runner's defaults (docs/runner.md §2.2): ``suffix_config(max_model_len, max_spec_tokens=...)``."""
         return cls(suffix_config(max_model_len, max_spec_tokens=num_spec_tokens), rules)
 
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
@@ -113,7 +113,7 @@ NgramRule = Literal["vllm-0.9", "vllm-0.10.1"]
 
 @dataclass(frozen=True, slots=True)
 class NgramDrafter:
-    """vLLM's ``NgramProposer``, rule 0.9.x (default, runner.md §2.3) or ≥ 0.10.1;
+    """vLLM's ``NgramProposer``, rule 0.9.x (default, docs/runner.md §2.3) or ≥ 0.10.1;
     k = min(num_spec_tokens, M − N)."""
 
     max_model_len: int
@@ -193,7 +193,7 @@ class JunkDrafter:
 
 @dataclass(frozen=True, slots=True)
 class HiddenRowProposer:
-    """The speculator forward over one step's hidden rows (runner.md §2.4): an ``ArcticProposer``
+    """The speculator forward over one step's hidden rows (docs/runner.md §2.4): an ``ArcticProposer``
     for ``propose_draft_token_ids``. Row r's chain starts from ``sample_hidden[picks[req_id]]`` (the
     row that produced its last emitted token) and that token; at most ``n_predict`` tokens."""
 
@@ -216,7 +216,7 @@ class HiddenRowProposer:
 @dataclass(slots=True)
 class SpeculatorDrafter:
     """The Arctic speculator in the runner, alone (``config.method`` "arctic") or beside suffix
-    decoding (``config.enable_suffix_decoding``: the hybrid of runner.md §2.5 item 4). An adapter:
+    decoding (``config.enable_suffix_decoding``: the hybrid of docs/runner.md §2.5 item 4). An adapter:
     it owns the speculator, the hidden-row selection and (hybrid) the suffix cache, and calls
     ``propose_draft_token_ids`` for every rule. ``rules`` injects a bug replay."""
 

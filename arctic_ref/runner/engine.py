@@ -161,7 +161,7 @@ def request_id(index: int) -> ReqId:
 @dataclass(slots=True)
 class RequestDriver:
     """Schedule → step → update, one engine step per ``step()`` call, so two runners can be
-    interleaved (runner.md §1.4 item 4); ``run_requests`` drives one to completion."""
+    interleaved (docs/runner.md §1.4 item 4); ``run_requests`` drives one to completion."""
 
     runner: ReferenceRunner
     scheduler: SimpleScheduler

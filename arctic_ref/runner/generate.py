@@ -1,5 +1,5 @@
 """``arctic-ref generate`` behind the command line: a frozen job, validated in the parent (usage
-errors before any process starts), then run SPMD on every rank (runner.md §4)."""
+errors before any process starts), then run SPMD on every rank (docs/runner.md §4)."""
 
 import json
 from collections.abc import Sequence
@@ -51,7 +51,7 @@ class NumSpecDefaults:
 
 
 DEFAULT_NUM_SPEC_TOKENS: Final = NumSpecDefaults()
-"""The defaults as runner.md §2.2–§2.4 document them (and ``--help`` prints them): suffix 32, n-gram
+"""The defaults as docs/runner.md §2.2–§2.4 document them (and ``--help`` prints them): suffix 32, n-gram
 3, the Arctic speculator its n_predict, 3."""
 
 

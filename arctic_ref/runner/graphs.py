@@ -1,5 +1,5 @@
-"""CUDA-graph capture and replay of one model's forward at one padded size (runner.md §4, §6
-item 6; parallel.md §4.2). Inputs are copied into static buffers; attention uses the static
+"""CUDA-graph capture and replay of one model's forward at one padded size (docs/runner.md §4, §6
+item 6; docs/parallel.md §4.2). Inputs are copied into static buffers; attention uses the static
 ``BatchedAttention`` form; the KV cache is the runner's own (graphs write into it in place)."""
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""The built-in prompts of ``generate`` and ``check`` (runner.md §4 item 1), 97 tokens in all."""
+"""The built-in prompts of ``generate`` and ``check`` (docs/runner.md §4 item 1), 97 tokens in all."""
 
 import torch
 

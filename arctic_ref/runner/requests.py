@@ -1,4 +1,4 @@
-"""Typed stand-ins for vLLM's request-side values (runner.md §1.1)."""
+"""Typed stand-ins for vLLM's request-side values (docs/runner.md §1.1)."""
 
 from dataclasses import dataclass, field
 from typing import Literal

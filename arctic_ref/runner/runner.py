@@ -1,5 +1,5 @@
 """``ReferenceRunner``: one engine step as pure stages, in the order of the seed's ``execute_model``
-(runner.md §1.2): plan_step → prepare_inputs → forward → compute_logits → sample → discard partial
+(docs/runner.md §1.2): plan_step → prepare_inputs → forward → compute_logits → sample → discard partial
 prefills → append. Drafting and verification come with the runner issue."""
 
 from dataclasses import dataclass, field, replace

@@ -1,4 +1,4 @@
-"""``SimpleScheduler``: vLLM 0.9.2's rules without preemption, chunked prefill always on (runner.md §1.3)."""
+"""``SimpleScheduler``: vLLM 0.9.2's rules without preemption, chunked prefill always on (docs/runner.md §1.3)."""
 
 from collections import deque
 from dataclasses import dataclass, field

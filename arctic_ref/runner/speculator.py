@@ -1,4 +1,4 @@
-"""The Arctic speculators (runner.md §2.4): IBM's MLP speculator (arXiv 2404.19124) and the
+"""The Arctic speculators (docs/runner.md §2.4): IBM's MLP speculator (arXiv 2404.19124) and the
 ``sum_lstm`` variant, with seeded random weights, greedy draft chains, the per-request hidden-row
 selection of the seed's proposer, and a literal per-row loop to test the batched form against."""
 

@@ -1,4 +1,4 @@
-"""Trace forcing for speculative-speedup benchmarks (runner.md §7): every target choice is forced
+"""Trace forcing for speculative-speedup benchmarks (docs/runner.md §7): every target choice is forced
 to a recorded trace, so acceptance follows the trace while every forward is real. The forcing is a
 logits processor the runner applies right after ``compute_logits``."""
 

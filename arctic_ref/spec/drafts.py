@@ -1,5 +1,5 @@
 """Draft selection between suffix decoding and the Arctic (MLP/LSTM) speculator, as the seed's
-``propose_draft_token_ids`` intends it (verification.md §4, rules U1–U2 and D1–D8; runner.md §2.1,
+``propose_draft_token_ids`` intends it (docs/verification.md §4, rules U1–U2 and D1–D8; docs/runner.md §2.1,
 §2.2 and §2.5).
 
 This module is the only implementation of draft selection. The runner's drafters
@@ -59,8 +59,8 @@ class DraftConfig:
     suffix_max_spec_offset: float = 0.0
     suffix_min_token_prob: float = 0.1
     suffix_max_spec_tokens: int = MAX_SPEC_LEN
-    """runner.md §2.2 item 3 caps a suffix draft at ``suffix_max_spec_tokens`` (default 32, the
-    runner's ``--num-spec-tokens`` for suffix decoding); verification.md §4 D3 has no such cap. The
+    """docs/runner.md §2.2 item 3 caps a suffix draft at ``suffix_max_spec_tokens`` (default 32, the
+    runner's ``--num-spec-tokens`` for suffix decoding); docs/verification.md §4 D3 has no such cap. The
     default, MAX_SPEC_LEN, makes the two documents agree, so D3 is this rule at its default."""
 
     def __post_init__(self) -> None:
@@ -87,7 +87,7 @@ class DraftConfig:
 class ArcticProposer(Protocol):
     """The model-based proposer: row-independent and prefix-consistent (its first m tokens do not
     depend on ``num_predict`` ≥ m). It may return fewer than ``num_predict`` tokens (a speculator
-    with ``n_predict`` heads returns at most that many: runner.md §2.4 "Length")."""
+    with ``n_predict`` heads returns at most that many: docs/runner.md §2.4 "Length")."""
 
     def propose(self, rows: Sequence[DraftRow], num_predict: int) -> list[list[int]]: ...
 
@@ -104,7 +104,7 @@ class SuffixQuery:
 def suffix_query(row: DraftRow, config: DraftConfig) -> SuffixQuery | None:
     """D3/D4: pattern = the true sequence's last min(N, D) tokens then ``spec_ids``, cut to the last D;
     budget min(suffix_max_spec_tokens, MAX_SPEC_LEN − s, D, M − N − 1); offset o − s·(f + 1). None
-    (no ``speculate`` call) when N ≥ M or the budget is ≤ 0 (runner.md §2.2 items 1 and 3; a call
+    (no ``speculate`` call) when N ≥ M or the budget is ≤ 0 (docs/runner.md §2.2 items 1 and 3; a call
     with budget 0 would return an empty draft of score 0, so the drafts are the same either way)."""
     n, depth, s = row.num_tokens, config.suffix_cache_max_depth, len(row.spec_ids)
     if n >= config.max_model_len:
@@ -147,7 +147,7 @@ def arctic_drafts(drafter: ArcticProposer, rows: Sequence[DraftRow], budgets: Se
 
 def fed_tokens(row: DraftRow) -> Sequence[int]:
     """U1: the tokens a row appends to its suffix-cache response: this step's valid sample, never a
-    partial prefill's discarded one (runner.md §2.1)."""
+    partial prefill's discarded one (docs/runner.md §2.1)."""
     return row.sampled
 
 
@@ -195,7 +195,7 @@ def update_suffix_cache(
 
 def new_suffix_cache(config: DraftConfig) -> SuffixDecodingCache:
     """An empty cache as the seed builds it: D = ``suffix_cache_max_depth``, 100,000 cached
-    requests (runner.md §2.1)."""
+    requests (docs/runner.md §2.1)."""
     return SuffixDecodingCache(config.suffix_cache_max_depth, 100_000)
 
 
@@ -292,7 +292,7 @@ def _count(
 def suffix_config(
     max_model_len: int, *, max_spec_tokens: int = MAX_SPEC_LEN, disable_by_batch_size: int | None = 64
 ) -> DraftConfig:
-    """The runner's suffix decoding (runner.md §2.2): D = 64, k = D (the seed's rule for "suffix")."""
+    """The runner's suffix decoding (docs/runner.md §2.2): D = 64, k = D (the seed's rule for "suffix")."""
     return DraftConfig(
         method="suffix",
         num_speculative_tokens=64,
@@ -305,8 +305,8 @@ def suffix_config(
 def arctic_config(
     max_model_len: int, *, num_speculative_tokens: int = 3, hybrid: bool = False, disable_by_batch_size: int | None = 64
 ) -> DraftConfig:
-    """The runner's Arctic speculator (runner.md §2.4), with suffix decoding beside it when ``hybrid``
-    (runner.md §2.5 item 4: a row takes its suffix draft iff its score ≥ k)."""
+    """The runner's Arctic speculator (docs/runner.md §2.4), with suffix decoding beside it when ``hybrid``
+    (docs/runner.md §2.5 item 4: a row takes its suffix draft iff its score ≥ k)."""
     return DraftConfig(
         method="arctic",
         num_speculative_tokens=num_speculative_tokens,

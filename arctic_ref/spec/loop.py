@@ -1,5 +1,5 @@
 """``rejection_sample_loop``: the readable reference — one request, one position at a time, written
-from verification.md §1.5. It shares only ``compute_target_probs`` (and input validation) with
+from docs/verification.md §1.5. It shares only ``compute_target_probs`` (and input validation) with
 the vectorised path and must equal it bit for bit on injected noise.
 
 The loop's stages are a value, ``LoopRules`` (the intended ones by default), as draft selection's

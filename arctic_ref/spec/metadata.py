@@ -1,5 +1,5 @@
 """``SamplingMetadata`` (what the sampler needs of each request) and ``SpecDecodeMetadata`` (where
-the drafts and their logits rows are in a scheduled batch; verification.md §1.2, §3)."""
+the drafts and their logits rows are in a scheduled batch; docs/verification.md §1.2, §3)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field

@@ -1,5 +1,5 @@
 """``RejectionNoise`` and ``draw_noise``: all the randomness of one ``rejection_sample`` call, drawn
-in vLLM's order so per-request generators advance exactly as vLLM's do (verification.md §2.1)."""
+in vLLM's order so per-request generators advance exactly as vLLM's do (docs/verification.md §2.1)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

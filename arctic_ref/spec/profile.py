@@ -1,4 +1,4 @@
-"""Constants of verification and the two ``SamplerProfile`` values (verification.md, head)."""
+"""Constants of verification and the two ``SamplerProfile`` values (docs/verification.md, head)."""
 
 from dataclasses import dataclass
 from typing import Final, Literal

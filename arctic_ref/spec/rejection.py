@@ -1,6 +1,6 @@
 """``rejection_sample``: speculative-decoding verification with vLLM 0.9.x semantics, vectorised.
 
-Terms (verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen et al. 2023):
+Terms (docs/verification.md §1.5; Leviathan et al. 2022, arXiv 2211.17192; Chen et al. 2023):
 
 - *accepted*: draft d of flat row r is kept iff q(d) > 0, p(d) > 0 and f32(p(d)/q(d)) ≥ u_r, with
   q = δ_d when ``draft_probs`` is None (then acceptance has probability p(d));
@@ -42,7 +42,7 @@ def validate_inputs(
     sampling_metadata: SamplingMetadata,
     profile: SamplerProfile,
 ) -> None:
-    """Every rule of verification.md §1.2 that can be checked before sampling; one device-to-host sync."""
+    """Every rule of docs/verification.md §1.2 that can be checked before sampling; one device-to-host sync."""
     validate_host_inputs(
         draft_token_ids,
         num_draft_tokens,
@@ -68,7 +68,7 @@ def validate_host_inputs(
     sampling_metadata: SamplingMetadata,
     profile: SamplerProfile,
 ) -> None:
-    """The rules of verification.md §1.2 that read no tensor's values (types, dtypes, shapes, counts,
+    """The rules of docs/verification.md §1.2 that read no tensor's values (types, dtypes, shapes, counts,
     the generators' rows): no device work, no synchronisation."""
     if not isinstance(num_draft_tokens, (list, tuple)) or not num_draft_tokens:
         raise ValueError(f"num_draft_tokens must be a non-empty list of ints, got {num_draft_tokens!r}")
@@ -124,7 +124,7 @@ def _validate_values(
     target_logits: Tensor,
     meta: SamplingMetadata,
 ) -> None:
-    """The value rules of verification.md §1.2 (inputs already shape-checked): everything
+    """The value rules of docs/verification.md §1.2 (inputs already shape-checked): everything
     data-dependent comes to the host in one transfer (one device sync)."""
     counts = np.asarray(num_draft_tokens)
     num_reqs, total, vocab = len(num_draft_tokens), int(counts.sum()), target_logits.shape[1]
@@ -195,7 +195,7 @@ def rejection_sample(
     profile: SamplerProfile = INTENDED,
     fused: bool = True,
 ) -> Output:
-    """``draw_noise`` (verification.md §2.1 order) then ``rejection_sample_with_noise``. ``fused=False`` keeps
+    """``draw_noise`` (docs/verification.md §2.1 order) then ``rejection_sample_with_noise``. ``fused=False`` keeps
     the plain vectorised torch path on CUDA too (for comparison)."""
     validate_inputs(
         draft_token_ids,
@@ -282,7 +282,7 @@ def check_noise(noise: RejectionNoise | None, all_greedy: bool, num_tokens: int,
 def residual_of(
     probs: Float[Tensor, "rows vocab"], drafts: Int[Tensor, "rows"], draft_probs: Float[Tensor, "rows vocab"] | None
 ) -> Float[Tensor, "rows vocab"]:
-    """w of verification.md §1.5: p with the draft's entry zeroed (no draft probs), else (p − q)⁺."""
+    """w of docs/verification.md §1.5: p with the draft's entry zeroed (no draft probs), else (p − q)⁺."""
     if draft_probs is None:
         return probs.scatter(1, drafts.unsqueeze(1).long(), 0.0)
     return (probs - draft_probs).clamp(min=0.0)
@@ -332,7 +332,7 @@ def _sample(
             noise.uniforms,
             noise.exponentials,
         )
-        if bool(bad.any()):  # verification.md §1.2 item 5, read back: the fused path's one sync
+        if bool(bad.any()):  # docs/verification.md §1.2 item 5, read back: the fused path's one sync
             raise ValueError(NAN_MESSAGE)
         return out
     counts = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)

@@ -2,7 +2,7 @@
 call (noise, then the two fused kernels, which also check the values) as one CUDA graph per input signature.
 
 An eager call's fixed cost is host time, not GPU time: the blocking device-to-host copies for the
-value rules of verification.md §1.2 and for the NaN rule (item 5), the two noise draws and about
+value rules of docs/verification.md §1.2 and for the NaN rule (item 5), the two noise draws and about
 twenty launches, while the kernels themselves take tens of µs.
 
 The graph path keeps the contract:

@@ -943,7 +943,7 @@ if TRITON_AVAILABLE:
         ALL_RANDOM: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
-        """The value rules of verification.md §1.2 as bits of ``flags[0]`` — 1: cu differs from the
+        """The value rules of docs/verification.md §1.2 as bits of ``flags[0]`` — 1: cu differs from the
         expected cumsum, 2: a draft id outside [0, V), 4: the greedy flags disagree with the
         temperatures, 8: a random request's temperature is not finite — and ``flags[1]`` (the NaN
         flag) zeroed.

@@ -77,7 +77,7 @@ class ValueChecks:
     all_random: bool
     flags: Tensor
     """int32 [2] on the device or in pinned host memory (the kernels only store to it): the value-rule
-    bits (``_check_rules``), then the NaN flag (verification.md §1.2 item 5), raised by the last
+    bits (``_check_rules``), then the NaN flag (docs/verification.md §1.2 item 5), raised by the last
     launch."""
 
 

@@ -1,5 +1,5 @@
 """The target distribution of each draft row: temperature → top-k → top-p → softmax (spec
-verification.md §1.4, vLLM's ``topk_topp_sampler`` rules), and greedy argmax."""
+docs/verification.md §1.4, vLLM's ``topk_topp_sampler`` rules), and greedy argmax."""
 
 import torch
 from jaxtyping import Float, Int

@@ -1,8 +1,8 @@
 """``SuffixDecodingCache``: per-request prompt trees plus one global tree of cached responses.
 
 A drop-in for ``arctic_inference.suffix_decoding.SuffixDecodingCache`` (0.3.0); the attribute names
-are upstream's so differential tests can read and set both (suffix-decoding.md §4). Every
-check runs before any state changes. Deviations from upstream (suffix-decoding.md §5.2): ``max_spec_tokens=None``
+are upstream's so differential tests can read and set both (docs/suffix-decoding.md §4). Every
+check runs before any state changes. Deviations from upstream (docs/suffix-decoding.md §5.2): ``max_spec_tokens=None``
 means ``max_tree_depth`` (upstream raises ``AttributeError``); bad tokens raise before anything is
 changed (upstream leaves a half-started request or a corrupted tree behind).
 """
@@ -173,7 +173,7 @@ class SuffixDecodingCache:
         return SuffixDecodingDraft.from_native(local if local.score >= glob.score else glob)
 
     def _allocate_seq_id(self, req_id: Hashable) -> int:
-        """The next id not held by an active request (suffix-decoding.md §4.3); a wrap-around collision with an
+        """The next id not held by an active request (docs/suffix-decoding.md §4.3); a wrap-around collision with an
         inactive cached request evicts it. Then FIFO eviction down to ``max_cached_requests``."""
         while True:
             seq_id = self._next_seq_id

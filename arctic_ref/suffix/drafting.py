@@ -1,4 +1,4 @@
-"""Path and tree drafts from a matched position, and the budget rule (suffix-decoding.md §3.2–§3.5).
+"""Path and tree drafts from a matched position, and the budget rule (docs/suffix-decoding.md §3.2–§3.5).
 
 All float arithmetic is float32: every operation on float32 operands is rounded at once with
 ``f32``, which equals upstream's C++ ``float`` arithmetic because float64 carries ≥ 2·24+2 bits.
@@ -14,7 +14,7 @@ from arctic_ref.suffix.validate import INT32_MAX, INT32_MIN, f32
 
 
 def budget(match_len: int, factor: float, offset: float, max_spec_tokens: int) -> int:
-    """budget(m) of suffix-decoding.md §3.2, with upstream's float32 arithmetic and its x86-64 cast fallback."""
+    """budget(m) of docs/suffix-decoding.md §3.2, with upstream's float32 arithmetic and its x86-64 cast fallback."""
     scaled = f32(f32(float(match_len)) * factor)
     total = f32(scaled + offset) + 1e-6
     if math.isnan(total) or math.isinf(total):
@@ -75,7 +75,7 @@ def accumulate(score: float, prob: float, times: int) -> float:
 
 
 def path_draft(node: Node, taken: int, limit: int, min_prob: float) -> Draft:
-    """Follow first children from the matched position (suffix-decoding.md §3.3)."""
+    """Follow first children from the matched position (docs/suffix-decoding.md §3.3)."""
     draft = Draft()
     prob = 1.0
     if not prob >= min_prob:
@@ -107,7 +107,7 @@ def path_draft(node: Node, taken: int, limit: int, min_prob: float) -> Draft:
 
 
 def tree_draft(node: Node, taken: int, limit: int, min_prob: float) -> Draft:
-    """Best-first expansion by joint probability (suffix-decoding.md §3.4). Heap items are
+    """Best-first expansion by joint probability (docs/suffix-decoding.md §3.4). Heap items are
     ``(prob, node, taken, parent)``: ``taken < 0`` means EXPAND(node's end), otherwise EMIT the
     trie node ``taken`` tokens into ``node``."""
     draft = Draft()

@@ -1,4 +1,4 @@
-"""``Heap``: libstdc++'s ``std::priority_queue`` as tree speculation uses it (suffix-decoding.md §3.4)."""
+"""``Heap``: libstdc++'s ``std::priority_queue`` as tree speculation uses it (docs/suffix-decoding.md §3.4)."""
 
 from typing import Any, Generic, TypeVar
 
@@ -6,7 +6,7 @@ Item = TypeVar("Item", bound=tuple[Any, ...])  # item[0] is the priority
 
 
 class Heap(Generic[Item]):
-    """libstdc++'s ``std::priority_queue`` with comparator ``a[0] < b[0]`` (suffix-decoding.md §3.4): a
+    """libstdc++'s ``std::priority_queue`` with comparator ``a[0] < b[0]`` (docs/suffix-decoding.md §3.4): a
     max-heap on ``item[0]`` alone whose ties are settled by exactly these array moves."""
 
     __slots__ = ("items",)

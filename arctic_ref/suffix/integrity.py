@@ -1,4 +1,4 @@
-"""``find_violation``: the read-only self-check behind ``SuffixTree.check_integrity`` (suffix-decoding.md §6.1).
+"""``find_violation``: the read-only self-check behind ``SuffixTree.check_integrity`` (docs/suffix-decoding.md §6.1).
 
 It recomputes everything by brute force — every substring of length ≤ D of the live sequences and
 its number of occurrences — and compares that with the compressed tree. Cost O(Σ L·min(L, D)) time

@@ -3,7 +3,7 @@
 A node is a maximal chain of trie nodes t₁ → … → t_k in which each tᵢ (i < k) is interior (exactly
 one child, of equal count); its ``length`` tokens are ``ref[end - length : end]`` and ``depth`` is
 the length of its full string from the root. ``order`` lists the children by non-increasing count;
-among equal counts the order is history, changed only by the rules of suffix-decoding.md §1.3.
+among equal counts the order is history, changed only by the rules of docs/suffix-decoding.md §1.3.
 """
 
 import bisect

@@ -1,6 +1,6 @@
 """Trace replay through a suffix-decoding cache, as a decoder with a perfect target model would run it.
 
-Spec suffix-decoding.md §8. Each step speculates from prompt + response so far, accepts the longest
+Spec docs/suffix-decoding.md §8. Each step speculates from prompt + response so far, accepts the longest
 draft path that agrees with the true response (first matching child, in index order), appends the
 accepted tokens plus the next true token (the bonus), and measures the time spent in the cache.
 """
@@ -186,7 +186,7 @@ def replay(
 
 
 def summarize(result: Replay) -> dict[str, float | int | None]:
-    """The summary of suffix-decoding.md §8 (without the cross-implementation fields)."""
+    """The summary of docs/suffix-decoding.md §8 (without the cross-implementation fields)."""
     steps = result.steps
     out_tokens = sum(s.num_out for s in steps)
     drafted = sum(s.num_draft for s in steps)

@@ -28,7 +28,7 @@ class TraceLine(TypedDict, total=False):
 
 
 def read_trace(path: Path) -> list[TraceRequest]:
-    """Parse and validate every line (suffix-decoding.md §2.2 on every token) before anything is replayed."""
+    """Parse and validate every line (docs/suffix-decoding.md §2.2 on every token) before anything is replayed."""
     requests: list[TraceRequest] = []
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):

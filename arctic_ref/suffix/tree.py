@@ -1,6 +1,6 @@
 """``SuffixTree``: a path-compressed, depth-limited suffix tree over many sequences.
 
-Trie terms (suffix-decoding.md §1): the tree observably holds every substring ``p`` of length
+Trie terms (docs/suffix-decoding.md §1): the tree observably holds every substring ``p`` of length
 ≤ D of the live sequences, with ``count(p)`` = its number of occurrences and an ordered sibling list
 on each node. Storage is compressed: a ``_Node`` is a maximal chain of trie nodes t₁ → … → t_k in
 which each tᵢ (i < k) is *interior* (exactly one child, of equal count), so all its trie nodes share
@@ -279,7 +279,7 @@ class SuffixTree:
         min_token_prob: float,
         use_tree_spec: bool,
     ) -> Draft:
-        """The best draft over every matched context suffix (suffix-decoding.md §3). Read-only."""
+        """The best draft over every matched context suffix (docs/suffix-decoding.md §3). Read-only."""
         return self._speculate_checked(
             check_tokens("context", context),
             check_int32("max_spec_tokens", max_spec_tokens),
@@ -436,5 +436,5 @@ class SuffixTree:
         return total
 
     def check_integrity(self) -> str:
-        """``""`` iff every invariant of suffix-decoding.md §6.1 holds, else one line naming the first failure."""
+        """``""`` iff every invariant of docs/suffix-decoding.md §6.1 holds, else one line naming the first failure."""
         return find_violation(self._root, self._seqs, self._open, self._max_depth, self._num_nodes)

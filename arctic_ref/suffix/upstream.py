@@ -1,7 +1,7 @@
 """Adapters over upstream ``arctic_inference.suffix_decoding`` (PyPI ``arctic-inference`` 0.3.0).
 
 Importable without upstream: ``UPSTREAM_AVAILABLE`` says whether the C++ extension is there. The
-adapter never does what would break upstream's tree (suffix-decoding.md §9): it calls ``speculate`` positionally
+adapter never does what would break upstream's tree (docs/suffix-decoding.md §9): it calls ``speculate`` positionally
 and runs upstream's ``check_integrity`` only when that is safe (D > 0 and live ids exactly
 0 … n−1), because upstream's check inserts sequences and never returns for a negative id (X6).
 """

@@ -1,4 +1,4 @@
-"""Input validation for the suffix structures (suffix-decoding.md §2.2).
+"""Input validation for the suffix structures (docs/suffix-decoding.md §2.2).
 
 Every check runs before any state changes, and every failure names the argument, the index and the
 value. Token sequences are converted once into a plain ``list[int]``, the form the tree stores.

@@ -1,4 +1,4 @@
-"""Coverage of the upstream bug catalogue (``spec/bugs.md``): for every id, where the bug is brought
+"""Coverage of the upstream bug catalogue (``docs/bugs.md``): for every id, where the bug is brought
 back (the fixture), what catches it (a test node id or an ``arctic-ref check`` battery) and how it
 stands. ``tests/test_bug_catalogue.py`` holds this table to the code: every id once, every cited
 test defined, and the README's table rendered from it.
@@ -79,14 +79,14 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         fixture="—",
         check=f"{_T}suffix/test_examples.py::TestCache::test_restart_of_cached_request_moves_it_to_fifo_end",
         status="rule",
-        note="suffix-decoding.md E15: the code evicts, and that is the rule",
+        note="docs/suffix-decoding.md E15: the code evicts, and that is the rule",
     ),
     BugCoverage(
         id="AI-7",
         fixture="`LegacyLoopMutant` (v0.0.9's loop, which did match the full context)",
         check=f"{_T}suffix/test_mutants.py, {_T}suffix/test_examples.py::test_worked_tree_examples_of_the_kit",
         status="rule",
-        note="suffix-decoding.md E1/E2 adopt HEAD's rule; the v0.0.9 loop is caught",
+        note="docs/suffix-decoding.md E1/E2 adopt HEAD's rule; the v0.0.9 loop is caught",
     ),
     BugCoverage(
         id="AI-8",
@@ -131,7 +131,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         fixture="—",
         check=f"{_T}parallel/test_layout.py::test_shift_policy_messages_and_inclusive_threshold",
         status="rule",
-        note="threshold 512, counting scheduled tokens (parallel.md)",
+        note="threshold 512, counting scheduled tokens (docs/parallel.md)",
     ),
     BugCoverage(
         id="AI-14",
@@ -172,7 +172,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         fixture="—",
         check="—",
         status="absent",
-        note="the reference scheduler never preempts (runner.md §1.3)",
+        note="the reference scheduler never preempts (docs/runner.md §1.3)",
     ),
     BugCoverage(
         id="AI-19",
@@ -207,14 +207,14 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         check=f"{_T}spec/test_drafts.py::test_min_score_single_definition, "
         f"{_T}spec/test_drafts.py::test_each_bug_replay_is_caught_by_its_own_check",
         status="rule",
-        note="verification.md D5 adopts min_score 0 for `suffix`; a divergent copy is caught",
+        note="docs/verification.md D5 adopts min_score 0 for `suffix`; a divergent copy is caught",
     ),
     BugCoverage(
         id="AI-24",
         fixture="—",
         check=f"{_T}suffix/test_examples.py::test_worked_tree_examples_of_the_kit",
         status="rule",
-        note="suffix-decoding.md E7 (`tree_mode_emits_rest_of_node`, equal to upstream)",
+        note="docs/suffix-decoding.md E7 (`tree_mode_emits_rest_of_node`, equal to upstream)",
     ),
     BugCoverage(
         id="AI-25",
@@ -258,7 +258,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         fixture="`nan_rows_emit_out_of_vocab`",
         check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught",
         status="caught",
-        note="E15 (its NaN case was added for this replay)",
+        note="E15-NAN (the NaN-row check was added for this replay)",
     ),
     BugCoverage(
         id="V-6",
@@ -274,7 +274,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught, "
         f"{_T}spec/test_rejection.py::test_placeholder_drafts_raise_where_recent_vllm_rejects_them_silently",
         status="caught",
-        note="E15",
+        note="E15-SHAPES",
     ),
     BugCoverage(
         id="V-8",
@@ -308,7 +308,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         status="caught",
         note="`check_ngram_rows`: rows without a sample between rows with one",
     ),
-    BugCoverage(id="V-13", fixture="—", check="—", status="absent", note="no preemption (runner.md §1.3)"),
+    BugCoverage(id="V-13", fixture="—", check="—", status="absent", note="no preemption (docs/runner.md §1.3)"),
     BugCoverage(
         id="V-14",
         fixture="`RunnerReplay` V-14 (`discarded_counted_valid`, the `drafter_sample` stage)",
@@ -316,19 +316,19 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         status="caught",
         note="D2 in the runner: a partial prefill gets a draft; padded speculation itself is not modelled",
     ),
-    BugCoverage(id="V-15", fixture="—", check="—", status="absent", note="no preemption (runner.md §1.3)"),
+    BugCoverage(id="V-15", fixture="—", check="—", status="absent", note="no preemption (docs/runner.md §1.3)"),
     BugCoverage(
         id="V-16",
         fixture="`NumSpecDefaults(suffix=24)` injected into `GenerateJob`",
         check=f"{_T}test_cli.py::test_num_spec_tokens_defaults_are_the_documented_ones_and_the_v16_replay_is_caught",
         status="caught",
-        note="defaults measured by draft length against runner.md and `--help`",
+        note="defaults measured by draft length against docs/runner.md and `--help`",
     ),
 )
 
 
 def render_table() -> str:
-    """The README's coverage table, one row per id."""
+    """docs/bugs.md's coverage table, one row per id."""
     lines = ["| id | fixture | check | status |", "|---|---|---|---|"]
     for row in CATALOGUE:
         checks = ", ".join(f"`{c.strip()}`" if c.strip() != "—" else "—" for c in row.check.split(","))

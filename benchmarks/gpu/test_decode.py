@@ -1,5 +1,5 @@
 """Decode-step figures on one H200 in bfloat16 with Llama-3-8B shapes and random weights, context
-1024 per request (runner.md §7: G1, G2, G3; S2 derived from step times).
+1024 per request (docs/runner.md §7: G1, G2, G3; S2 derived from step times).
 
     pytest benchmarks/gpu/test_decode.py --benchmark-only -s
 

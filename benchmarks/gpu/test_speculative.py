@@ -1,4 +1,4 @@
-"""Speculative speedup on a replayed trace (runner.md §7 S1) and the Arctic draft cost (S3), on one
+"""Speculative speedup on a replayed trace (docs/runner.md §7 S1) and the Arctic draft cost (S3), on one
 H200 in bfloat16 with Llama-3-8B shapes, random weights, CUDA graphs on, batch 1; with both
 forwards (``--kernels triton`` and ``reference``).
 

@@ -1,5 +1,5 @@
-"""The model against transformers' ``LlamaForCausalLM`` in float64 (runner.md §3.7), loading and
-saving checkpoints (§3.3), and padding that never changes real rows (parallel.md §4.4)."""
+"""The model against transformers' ``LlamaForCausalLM`` in float64 (docs/runner.md §3.7), loading and
+saving checkpoints (§3.3), and padding that never changes real rows (docs/parallel.md §4.4)."""
 
 import json
 from pathlib import Path
@@ -161,7 +161,7 @@ def test_padding_never_changes_real_rows() -> None:
 
 
 def test_generate_on_a_transformers_checkpoint_gives_its_greedy_tokens(tmp_path: Path) -> None:
-    """runner.md 'done when': ``arctic-ref generate --model PATH`` ≡ transformers' greedy decoding."""
+    """docs/runner.md 'done when': ``arctic-ref generate --model PATH`` ≡ transformers' greedy decoding."""
     hf_config = transformers.LlamaConfig(
         vocab_size=256,
         hidden_size=64,

@@ -1,4 +1,4 @@
-"""Padding tables and step plans (parallel.md §4): examples and Hypothesis properties."""
+"""Padding tables and step plans (docs/parallel.md §4): examples and Hypothesis properties."""
 
 import bisect
 
@@ -88,7 +88,7 @@ def _groups() -> RankGroups:
 def test_runtime_padding_examples(
     sp: int, threshold: int | None, n: int, mode: str, padded: int, graph: int | None
 ) -> None:
-    """parallel.md §4.3 table, plus the seed's eager-at-padded-shape case (thr 500, n 497 → 504)."""
+    """docs/parallel.md §4.3 table, plus the seed's eager-at-padded-shape case (thr 500, n 497 → 504)."""
     layout = ParallelLayout(sp, 1, sp)
     policy = ShiftPolicy(layout, enabled=threshold is not None, threshold=threshold or 0)
     tables = GraphTables.build(SIZES, sp=sp, threshold=threshold or 0, max_num_batched_tokens=2048)

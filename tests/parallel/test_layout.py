@@ -1,4 +1,4 @@
-"""Rank grids, groups and the validation messages of parallel.md §1."""
+"""Rank grids, groups and the validation messages of docs/parallel.md §1."""
 
 import pytest
 
@@ -46,7 +46,7 @@ def test_worked_group_tables(
     [((0, 2, 1, 3), (0, 2, 1, 3)), ((0, 2, 4, 6, 1, 3, 5, 7), (0, 2, 4, 6, 1, 3, 5, 7)), ((0, 1), (0, 1))],
 )
 def test_gather_perm_worked_examples(members: tuple[int, ...], perm: tuple[int, ...]) -> None:
-    """S=2,T=2 → [0,2,1,3]; S=4,T=2 → [0,2,4,6,1,3,5,7] (parallel.md §3.5)."""
+    """S=2,T=2 → [0,2,1,3]; S=4,T=2 → [0,2,4,6,1,3,5,7] (docs/parallel.md §3.5)."""
     assert ParallelLayout.gather_perm(members) == perm
     # raw chunks come in sorted-rank order; indexing with perm gives declared member order
     assert [sorted(members)[i] for i in perm] == list(members)
@@ -142,7 +142,7 @@ def _valid_configs() -> list[tuple[int, int, int, int]]:
 
 
 def test_kv_cache_invariance_theorem_exhaustively() -> None:
-    """parallel.md §3.3 T1: for every valid (H ≤ 64, K, S, T) with P ≤ 16, each GPU holds the same
+    """docs/parallel.md §3.3 T1: for every valid (H ≤ 64, K, S, T) with P ≤ 16, each GPU holds the same
     query and KV heads in base and shift mode, and every held query head's GQA partner is held."""
     configs = _valid_configs()
     for heads, kv, sp, tp in configs:

@@ -1,4 +1,4 @@
-"""``plan_step`` per rank (parallel.md §4.3, §2): the token slices each SP rank takes, the groups each
+"""``plan_step`` per rank (docs/parallel.md §4.3, §2): the token slices each SP rank takes, the groups each
 mode uses, and the padding rules at their edges (graphs off, native SP, no SP)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""``comm_volume`` against the worked figures of parallel.md §2.4 (the gloo runs in
+"""``comm_volume`` against the worked figures of docs/parallel.md §2.4 (the gloo runs in
 ``conformance/`` compare it with real steps' CountingComm logs)."""
 
 from dataclasses import replace

@@ -1,4 +1,4 @@
-"""The runner end to end on one rank (runner.md §1, §2, §6): greedy speculation is lossless for
+"""The runner end to end on one rank (docs/runner.md §1, §2, §6): greedy speculation is lossless for
 every drafter, budget-starved steps, the suffix-cache rules, the #132 bug fixture, and sampled
 output that keeps the target distribution."""
 
@@ -76,7 +76,7 @@ def _drafters() -> dict[str, Drafter]:
 @pytest.mark.parametrize("budget", [64, 8], ids=["budget-64", "budget-8-starved"])
 @pytest.mark.parametrize("name", list(_drafters()))
 def test_greedy_speculation_is_lossless(name: str, budget: int) -> None:
-    """runner.md §6 item 1 in float64: identical outputs with every drafter; drafts were made
+    """docs/runner.md §6 item 1 in float64: identical outputs with every drafter; drafts were made
     (ngram with lookup 5 drafts only where a 5-gram repeats)."""
     results = _generate(_drafters()[name], budget=budget)
     assert [r.output_token_ids for r in results] == list(REFERENCE)
@@ -104,7 +104,7 @@ def test_outputs_stop_at_max_tokens_and_max_model_len() -> None:
 
 
 def test_budget_starved_step_leaves_requests_out() -> None:
-    """runner.md §1.3 rule 5: budget 8, four decoders each needing 1 + 3 tokens: two wait."""
+    """docs/runner.md §1.3 rule 5: budget 8, four decoders each needing 1 + 3 tokens: two wait."""
     scheduler = SimpleScheduler(SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=8))
     for i in range(4):
         scheduler.add(RequestState(req_id=ReqId(f"req-{i}"), prompt_token_ids=(1, 2), sampling=SamplingParams()))
@@ -123,7 +123,7 @@ def _row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> DraftR
 
 
 def test_suffix_cache_rules() -> None:
-    """runner.md §2.1: lazy start on the first sample, stop when absent, evict on return."""
+    """docs/runner.md §2.1: lazy start on the first sample, stop when absent, evict on return."""
     drafter = SuffixDrafter.build(1024)
     cache = drafter.cache
     drafter.propose([_row("a", [1, 2, 3], 3, [])])  # partial prefill: nothing started
@@ -157,7 +157,7 @@ def test_suffix_pattern_bug_132_is_caught() -> None:
     [([1, 2, 3, 4, 1, 2, 3], 2, 3, [4, 1, 2]), ([1, 3, 6, 2, 3, 4, 1, 2, 3], 1, 3, [6, 2, 3]), ([1, 1, 1], 2, 3, [])],
 )
 def test_ngram_vectors(tokens: list[int], n: int, k: int, expected: list[int]) -> None:
-    """runner.md §2.3 vectors (vLLM 0.9.x: leftmost match, no overlap with the suffix)."""
+    """docs/runner.md §2.3 vectors (vLLM 0.9.x: leftmost match, no overlap with the suffix)."""
     assert ngram_draft(tokens, k, n, n) == expected
 
 
@@ -249,7 +249,7 @@ def test_sampled_output_keeps_the_target_distribution(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["none", "suffix", "junk"])
 def test_trace_forcing_reproduces_the_trace_with_any_drafter(name: str) -> None:
-    """runner.md §7 replayed trace: every target choice forced to the trace, every forward real."""
+    """docs/runner.md §7 replayed trace: every target choice forced to the trace, every forward real."""
     traces = tuple(repeated_span_trace(24, 40, CONFIG.vocab_size, seed) for seed in range(3))
     drafter = {"none": None, "suffix": SuffixDrafter.build(1024), "junk": JunkDrafter(CONFIG.vocab_size, 1024)}[name]
     engine = EngineConfig(

@@ -1,4 +1,4 @@
-"""The Arctic speculators, hybrid selection and n-gram rules (runner.md §2.3–2.5): batched ≡ literal
+"""The Arctic speculators, hybrid selection and n-gram rules (docs/runner.md §2.3–2.5): batched ≡ literal
 per-row loop in float64, the hidden-row example, per-row lengths and per-row hybrid choice with the
 seed's bugs as fixtures that the tests catch, and lossless greedy output with every drafter."""
 
@@ -75,7 +75,7 @@ def test_constants_and_weight_names() -> None:
 
 
 def test_hidden_row_example() -> None:
-    """runner.md §2.4: n = [3, 0, 2], v = [2, 1, 3] → rows 1, 4, 7; without drafts row r → r."""
+    """docs/runner.md §2.4: n = [3, 0, 2], v = [2, 1, 3] → rows 1, 4, 7; without drafts row r → r."""
     sample_hidden = torch.zeros(8, 4)
     assert select_hidden_rows(sample_hidden, [3, 0, 2], [[1, 2], [3], [4, 5, 6]]) == [1, 4, 7]
     assert select_hidden_rows(torch.zeros(3, 4), [0, 0, 0], [[1], [], [2]]) == [0, 1, 2]
@@ -240,7 +240,7 @@ _ROWS = st.lists(
 def test_hybrid_rule_is_per_row_and_as_specified(
     rows: list[tuple[SuffixDecodingDraft, list[int]]], k: int, data: st.DataObject
 ) -> None:
-    """runner.md §2.5 item 4 as a property of ``propose_draft_token_ids``: row i takes its suffix
+    """docs/runner.md §2.5 item 4 as a property of ``propose_draft_token_ids``: row i takes its suffix
     draft iff that draft is non-empty with score ≥ k, else its Arctic draft (cut to k); changing any
     other row never changes row i; the seed's step-wide blanking (replay B2) breaks row independence
     whenever one row takes suffix and another has an Arctic draft."""

@@ -1,4 +1,4 @@
-"""Draft selection rule by rule (verification.md §4; runner.md §2): each configuration rule alone, the
+"""Draft selection rule by rule (docs/verification.md §4; docs/runner.md §2): each configuration rule alone, the
 boundaries of D1, D3 and D6, the single Arctic call, the selection threshold, and the statistics a
 drafter reports, counted exactly on designed batches."""
 
@@ -49,7 +49,7 @@ def test_the_smallest_and_largest_valid_configs() -> None:
 
 
 def test_documented_defaults() -> None:
-    """runner.md §2.1–§2.5: the batch gate at 64 rows, D = 64 and k = D for suffix decoding, k = 3 for the
+    """docs/runner.md §2.1–§2.5: the batch gate at 64 rows, D = 64 and k = D for suffix decoding, k = 3 for the
     Arctic speculator without suffix decoding beside it, and a cache of 100,000 responses."""
     config = DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=10)
     assert config.disable_by_batch_size == 64 and config.suffix_cache_max_depth == 64

@@ -1,4 +1,4 @@
-"""Draft selection (verification.md §4): the conformance suite passes on the intended rules, and
+"""Draft selection (docs/verification.md §4): the conformance suite passes on the intended rules, and
 each bug replay of the seed fails a check named by its id (the meta-test)."""
 
 import pytest

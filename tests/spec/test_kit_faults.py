@@ -154,7 +154,7 @@ def _resorting_loop(*args: Any, profile: SamplerProfile = INTENDED) -> torch.Ten
 
 def test_top_k_then_resort_for_top_p_is_no_false_alarm() -> None:
     """Before: E7 ("recovered 6, which has zero target probability") and E8 failed, every difference
-    from values tied at the top-p boundary, whose order verification.md §1.4 leaves to the sort."""
+    from values tied at the top-p boundary, whose order docs/verification.md §1.4 leaves to the sort."""
     candidate = Injectable(_resorting_loop)
     report = check_rejection_sampler(candidate, with_noise=candidate.inject, level="quick", statistics=False)
     assert report.ok, report.to_markdown()
@@ -186,7 +186,7 @@ def _ties_at_top_p_boundary(case: RejectionCase) -> list[str]:
 
 
 def test_no_corpus_case_ties_at_its_top_p_boundary() -> None:
-    """verification.md §1.4: exact tests never place ties at the top-p boundary (the top-k boundary
+    """docs/verification.md §1.4: exact tests never place ties at the top-p boundary (the top-k boundary
     needs no such rule: ties there are kept, which E17 checks)."""
     for seeded in (False, True):
         rng = random.Random(0)

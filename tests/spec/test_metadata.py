@@ -1,4 +1,4 @@
-"""SpecDecodeMetadata: the worked example of verification.md §3 and its invariants."""
+"""SpecDecodeMetadata: the worked example of docs/verification.md §3 and its invariants."""
 
 import pytest
 import torch

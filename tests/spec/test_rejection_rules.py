@@ -1,4 +1,4 @@
-"""Each input rule of verification.md §1.2 on its own, and the boundaries of the acceptance rule.
+"""Each input rule of docs/verification.md §1.2 on its own, and the boundaries of the acceptance rule.
 
 A rule written as ``a or b`` is only tested when some input breaks ``a`` alone and another breaks
 ``b`` alone: every fault below changes one thing of a valid batch. The boundary examples pin the

@@ -1,4 +1,4 @@
-"""Worked examples of suffix-decoding.md, each checked on ours and the naive oracle, and on
+"""Worked examples of docs/suffix-decoding.md, each checked on ours and the naive oracle, and on
 upstream's C++ tree where the example is within upstream's contract."""
 
 import inspect

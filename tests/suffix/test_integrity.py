@@ -1,4 +1,4 @@
-"""``check_integrity`` can fail: each invariant of suffix-decoding.md §6.1, broken on its own in a valid
+"""``check_integrity`` can fail: each invariant of docs/suffix-decoding.md §6.1, broken on its own in a valid
 tree, is reported with its name and numbers (the state machines only ever see it return "")."""
 
 import random

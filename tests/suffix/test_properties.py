@@ -1,4 +1,4 @@
-"""Property tests P1–P12 of suffix-decoding.md §6.2."""
+"""Property tests P1–P12 of docs/suffix-decoding.md §6.2."""
 
 import itertools
 import json
@@ -148,7 +148,7 @@ def test_p7_drafts_are_well_formed(depth: int, operations: list[Op], context: li
             chain.append(d.token_ids[k])
             k = d.parents[k]
         assert tree.count(matched + chain[::-1]) > 0
-        if depth >= 0:  # a tree draft is bounded in depth, not in size (suffix-decoding.md P7 says len for paths)
+        if depth >= 0:  # a tree draft is bounded in depth, not in size (docs/suffix-decoding.md P7 says len for paths)
             assert len(chain) <= depth - d.match_len
         p = args.min_token_prob
         if p == p and d.probs[i] != 1.0:

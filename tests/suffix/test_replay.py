@@ -46,7 +46,7 @@ def test_replay_drafts_equal_upstream(
 
 
 def test_replay_rebuilds_every_response_and_accepts_most() -> None:
-    """The workload is what suffix-decoding.md describes: long accepted runs (about 18 tokens per step)."""
+    """The workload is what docs/suffix-decoding.md describes: long accepted runs (about 18 tokens per step)."""
     result = replay(SuffixDecodingCache(), code_edit_trace(requests=20), SimulationConfig())
     summary = summarize(result)
     assert summary["requests"] == 20

@@ -1,4 +1,4 @@
-"""The deviations X1–X7 of suffix-decoding.md §5.2: upstream's behaviour (each test skips when
+"""The deviations X1–X7 of docs/suffix-decoding.md §5.2: upstream's behaviour (each test skips when
 upstream is absent) beside ours. Each upstream half is a bug-replay: it fails the day upstream fixes
 the bug, which is the signal to revisit the deviation."""
 

@@ -7,7 +7,7 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from arctic_ref.check_options import CheckOptions, SamplerProfileName
+from arctic_ref.check_options import SAMPLER_CATEGORIES, CheckOptions, SamplerProfileName
 from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, SamplerProfile
 from arctic_ref.spec.rejection import rejection_sample
 from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
@@ -40,6 +40,7 @@ def sampler_checks(sampler: RejectionSampleFn | None, options: CheckOptions) -> 
             profile=SAMPLER_PROFILES[profile],
             name=name,
             statistics=options.statistics,
+            categories=tuple(c for c in SAMPLER_CATEGORIES if c not in options.leave_out),
         )
     )
     group = "rejection-kit" if ours else ""

@@ -74,7 +74,7 @@ def _draft_row(req: str, tokens: list[int], prompt: int, sampled: list[int]) -> 
 
 
 def suffix_runner_rules() -> Verdict:
-    """runner.md §2.1 (lazy start, stop when absent, evict on return) and §2.2 (pattern, max_spec),
+    """docs/runner.md §2.1 (lazy start, stop when absent, evict on return) and §2.2 (pattern, max_spec),
     with the seed's doubled-pattern bug (#132) as a fixture that must be caught."""
     problems = []
     drafter = SuffixDrafter.build(1024)
@@ -108,7 +108,7 @@ def suffix_runner_rules() -> Verdict:
 
 
 def speculator_checks() -> Verdict:
-    """runner.md §2.4–2.5, §2.3: batched speculators ≡ the literal per-row loop (float64), the
+    """docs/runner.md §2.4–2.5, §2.3: batched speculators ≡ the literal per-row loop (float64), the
     hidden-row example, the seed's batch-wide cut and hybrid blanking caught by their checks, and
     both n-gram rules against a brute-force matcher."""
     problems, compared = [], 0

@@ -1,6 +1,6 @@
 """The bodies of the drafter component's checks, under the protocol the runner uses (``propose(rows)``, or
 ``propose_with_hidden(rows, sample_hidden, num_drafts)``): the selection rules that apply to any
-drafter (verification.md §4 D2, D8) and greedy losslessness in the runner (runner.md §6 item 1)."""
+drafter (docs/verification.md §4 D2, D8) and greedy losslessness in the runner (docs/runner.md §6 item 1)."""
 
 import random
 from collections.abc import Callable

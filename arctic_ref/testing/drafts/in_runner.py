@@ -3,7 +3,7 @@
 compared step by step with the same run under the intended rules.
 
 Before the first step whose drafts differ, the two runs are identical (same schedule, same tokens),
-so that step is where the replay shows; greedy output stays lossless in both (runner.md §6 item 1).
+so that step is where the replay shows; greedy output stays lossless in both (docs/runner.md §6 item 1).
 The workload is built to reach every stage: suffix decoding and the hybrid (suffix beside the MLP
 speculator), a 64-token ``max_model_len`` that rows run into (per-row budgets), chunked prefill
 with 16 tokens per step (partial-prefill rows beside decoding ones), and a repeating prompt (rows
@@ -52,7 +52,7 @@ class DraftTrace:
     stats: DraftStats
     unsampled_drafts: str = ""
     """The first row that emitted nothing (a partial prefill) but got a draft (D2 in the runner:
-    runner.md §2.6), or ""."""
+    docs/runner.md §2.6), or ""."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""``brute_force_ngram``: the n-gram oracle, both vLLM rules by exhaustive search (runner.md §2.3),
+"""``brute_force_ngram``: the n-gram oracle, both vLLM rules by exhaustive search (docs/runner.md §2.3),
 and ``check_ngram_rows``, which holds an n-gram drafter to it row by row."""
 
 import random
@@ -27,7 +27,7 @@ def brute_force_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int, *, 
 def check_ngram_rows(
     drafter: Drafter, *, k: int, min_n: int, max_n: int, max_model_len: int, steps: int = 200, seed: int = 0
 ) -> Verdict:
-    """A vLLM 0.9.x n-gram drafter (runner.md §2.3) row by row against ``brute_force_ngram`` on
+    """A vLLM 0.9.x n-gram drafter (docs/runner.md §2.3) row by row against ``brute_force_ngram`` on
     seeded batches of 2-6 rows over a 3-token alphabet (so n-grams repeat), where about a third of
     the rows have no sample (partial prefills) and sit between rows that do: a row's draft is its own
     history's, [] without a sample, with k = min(``k``, M − N)."""

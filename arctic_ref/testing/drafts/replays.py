@@ -1,4 +1,4 @@
-"""The seed's draft-selection bugs (ArcticInference v0.0.9; verification.md §4, runner.md §2.6) and
+"""The seed's draft-selection bugs (ArcticInference v0.0.9; docs/verification.md §4, docs/runner.md §2.6) and
 HEAD's suffix-feed and gate bugs (bugs.md AI-16, AI-17), each reintroduced as one ``DraftRules`` value: a stage of ``propose_draft_token_ids`` swapped for the
 upstream deviation, never a patch.
 
@@ -64,7 +64,7 @@ def batch_global_budget(rows: Sequence[DraftRow], config: DraftConfig, chosen: S
 
 
 def batch_min_lengths(rows: Sequence[DraftRow], config: DraftConfig, chosen: Sequence[bool]) -> list[int]:
-    """B3 as runner.md §2.4 words it (the runner's former ``batch_min_lengths`` fixture): one
+    """B3 as docs/runner.md §2.4 words it (the runner's former ``batch_min_lengths`` fixture): one
     batch-wide minimum of M − N − 1 over the rows with a sample (the true N, no ℓ)."""
     shortest = min(
         (config.max_model_len - row.num_tokens - 1 for row in rows if row.sampled),
@@ -111,7 +111,7 @@ class BugReplay:
     """One seed bug as an injectable rule set."""
 
     id: str
-    """The catalogue id (bugs.md / verification.md §4); variants add a suffix (``B3-runner``)."""
+    """The catalogue id (bugs.md / docs/verification.md §4); variants add a suffix (``B3-runner``)."""
     upstream: str
     rules: DraftRules
     must_fail: bool = True
@@ -136,7 +136,7 @@ BUG_REPLAYS: Final = (
     ),
     BugReplay(
         id="B3-runner",
-        upstream="ArcticInference #132: batch-wide cut of the Arctic length (runner.md §2.4)",
+        upstream="ArcticInference #132: batch-wide cut of the Arctic length (docs/runner.md §2.4)",
         rules=replace(INTENDED_RULES, arctic_budgets=batch_min_lengths),
     ),
     BugReplay(

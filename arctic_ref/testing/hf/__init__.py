@@ -1,1 +1,1 @@
-"""transformers as an oracle for the model (runner.md §3.7)."""
+"""transformers as an oracle for the model (docs/runner.md §3.7)."""

@@ -5,7 +5,7 @@ from arctic_ref.testing.hf.oracle import TRANSFORMERS_AVAILABLE, compare_with_tr
 
 
 def model_vs_transformers() -> Verdict:
-    """runner.md §3.7 on tiny (untied, vocab 509, chunked prefill): logits within 1e-9 of HF."""
+    """docs/runner.md §3.7 on tiny (untied, vocab 509, chunked prefill): logits within 1e-9 of HF."""
     if not TRANSFORMERS_AVAILABLE:
         return Verdict(
             compared="model-hf: tiny vs transformers",

@@ -1,4 +1,4 @@
-"""transformers as an oracle for the model (runner.md §3.7); import-guarded, since transformers is
+"""transformers as an oracle for the model (docs/runner.md §3.7); import-guarded, since transformers is
 a test dependency only."""
 
 import tempfile

@@ -1,4 +1,4 @@
-"""T3 (parallel.md §3.3): BASE and SHIFT steps interleaved on one shared KV cache, threshold 8.
+"""T3 (docs/parallel.md §3.3): BASE and SHIFT steps interleaved on one shared KV cache, threshold 8.
 Request A's 13-token prefill runs BASE and its 4 decodes SHIFT; request B (5 tokens) arrives when A
 is done and prefills in SHIFT; request C (12 tokens) arrives next, so B's decode shares a BASE step
 with C's prefill; then both decode in SHIFT. Logits must match the single-rank baseline (≤ 1e-9)

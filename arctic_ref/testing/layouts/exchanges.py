@@ -1,4 +1,4 @@
-"""Multi-rank checks beyond the layout matrix (parallel.md §2.2, §3.3 T2, §3.5): the Ulysses
+"""Multi-rank checks beyond the layout matrix (docs/parallel.md §2.2, §3.3 T2, §3.5): the Ulysses
 exchanges against their all-gather oracle, KV-cache invariance between BASE and SHIFT, and the
 shard order of gathered shift logits (with the raw collective order reintroduced as the bug fixture).
 Each worker returns, on every rank, a dict of figures the tests assert on."""
@@ -114,7 +114,7 @@ def _first_logits(layout: ParallelLayout, groups: RankGroups, threshold: int | N
 
 def check_logits_order(info: RankInfo) -> tuple[RankFigure, ...]:
     """S=2, T=2, every step SHIFT: corrected gather equals the single-rank logits; the raw gather
-    equals them with vocab shards 1 and 2 swapped (parallel.md §3.5 item 4)."""
+    equals them with vocab shards 1 and 2 swapped (docs/parallel.md §3.5 item 4)."""
     layout = ParallelLayout(4, 2, 2)
     groups = build_groups(layout, info.rank)
     solo: Comm = SoloComm(info.rank)

@@ -1,4 +1,4 @@
-"""runner.md §1.4 item 4: two runners of different layouts on the same ranks (SP2×TP2 with shift,
+"""docs/runner.md §1.4 item 4: two runners of different layouts on the same ranks (SP2×TP2 with shift,
 and TP4), their steps interleaved, each equal to its solo run; and no module-level state of
 arctic_ref changes while they run."""
 

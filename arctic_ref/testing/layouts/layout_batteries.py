@@ -176,7 +176,7 @@ def cudagraph_tables() -> Verdict:
 
 
 def padding_neutral() -> Verdict:
-    """parallel.md §4.4 invariant on L0 and SP2 (in-process SP is not possible, so L0 with the
+    """docs/parallel.md §4.4 invariant on L0 and SP2 (in-process SP is not possible, so L0 with the
     capture tables forcing extra padding): tokens equal, logits within 1e-12, no NaN from the
     NaN-filled cache reaches a real row."""
     model = tiny_config()
@@ -274,7 +274,7 @@ def layout_conformance(progress: Callable[[str], None]) -> list[Verdict]:
 
 
 def _spec_lossless(outcomes: dict[tuple[str, str], LayoutOutcome], cases: tuple[LayoutCase, ...]) -> Verdict:
-    """runner.md §6 item 1: every drafter on L0, L3, L6 gives L0's greedy tokens (float64), with drafts."""
+    """docs/runner.md §6 item 1: every drafter on L0, L3, L6 gives L0's greedy tokens (float64), with drafts."""
     problems, drafts, accepted, verify_steps = [], 0, 0, 0
     base = outcomes[("L0", "float64")]
     for case in cases:

@@ -1,4 +1,4 @@
-"""Layout conformance (parallel.md §5): run the built-in prompts greedily in one layout on every
+"""Layout conformance (docs/parallel.md §5): run the built-in prompts greedily in one layout on every
 rank, and compare a layout's logits and tokens with the single-rank baseline L0.
 
 The rank workers are module-level functions so ``spawn_ranks`` can start them by name."""
@@ -168,7 +168,7 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
 
 
 def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateDrafter:
-    """The drafters of check's spec-lossless battery (runner.md §5); all deterministic per rank."""
+    """The drafters of check's spec-lossless battery (docs/runner.md §5); all deterministic per rank."""
     max_len = 1024
     if case.drafter == "suffix":
         return SuffixDrafter.build(max_len)
@@ -202,7 +202,7 @@ def run_cases(info: RankInfo, cases: tuple[LayoutCase, ...]) -> list[LayoutOutco
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
-    """A layout against L0 (parallel.md §5.4)."""
+    """A layout against L0 (docs/parallel.md §5.4)."""
 
     layout: str
     dtype: str

@@ -1,4 +1,4 @@
-"""Shift-model CUDA-graph capture with SP > 1 (parallel.md §4.2), and bug AI-14 as a replay: HEAD's
+"""Shift-model CUDA-graph capture with SP > 1 (docs/parallel.md §4.2), and bug AI-14 as a replay: HEAD's
 shift capture calls a method the model no longer has. A rank function for ``spawn_ranks`` over NCCL
 (``gpu_tests/test_cuda_graphs.py``; skipped with fewer than two GPUs)."""
 

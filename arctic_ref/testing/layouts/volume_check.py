@@ -1,4 +1,4 @@
-"""Communication volume and counts of real steps against parallel.md §2.4 and §5.3: every step's
+"""Communication volume and counts of real steps against docs/parallel.md §2.4 and §5.3: every step's
 ``CountingComm`` log (elements and bytes per (op, group)) equals ``comm_volume`` exactly, in BASE and
 SHIFT steps, and the per-family call counts agree with torch's own ``CommDebugMode``."""
 

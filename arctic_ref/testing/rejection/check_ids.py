@@ -4,18 +4,20 @@ the one table the pytest plugin, ``arctic-ref check --impl`` and the docs read.
 Categories (``CATEGORIES``):
 
 - ``"semantics"``: what any correct rejection sampler with vLLM's argument list computes on valid
-  input (verification.md §1.3–§2, §5): output layout, acceptance, recovery, draw order, masks, no
+  input (docs/verification.md §1.3–§2, §5): output layout, acceptance, recovery, draw order, masks, no
   mutation, and refusing a ``max_spec_len`` over the limit instead of truncating.
-- ``"strict"``: arctic_ref's stricter input contract (verification.md §1.2): malformed shapes and
+- ``"strict"``: arctic_ref's stricter input contract (docs/verification.md §1.2): malformed shapes and
   counts, contradictory greedy flags and NaN rows (field bug F-4) raise ``ValueError``. A sampler that
   validates elsewhere, or follows vLLM 0.9.2 (which checks none of these), may leave them out:
   ``check_rejection_sampler(..., categories=("semantics",))`` reports them as skipped.
 """
 
-from typing import Final, Literal, get_args
+from typing import Final
 
-Category = Literal["semantics", "strict"]
-ALL_CATEGORIES: Final[tuple[Category, ...]] = get_args(Category)
+from arctic_ref.check_options import SAMPLER_CATEGORIES, SamplerCategory
+
+Category = SamplerCategory
+ALL_CATEGORIES: Final[tuple[Category, ...]] = SAMPLER_CATEGORIES
 
 MEANINGS: Final[dict[str, str]] = {
     "E1": "output shape [B, max_spec_len+1], int32, on the logits' device",

@@ -1,8 +1,8 @@
 """Seeded inputs for rejection-sampler checks: ``RejectionCase`` and ``random_case``.
 
 Cases mix greedy and random rows, ties and −inf in the logits, τ ∈ {greedy, 0.5, 1, 2}, optional
-top-k/top-p and draft probabilities with zeros, B ≤ 8, nᵢ ≤ 8, V ≤ 64 (verification.md §5.1).
-No case ties at its top-p boundary: verification.md §1.4 leaves the order of tied values there to
+top-k/top-p and draft probabilities with zeros, B ≤ 8, nᵢ ≤ 8, V ≤ 64 (docs/verification.md §5.1).
+No case ties at its top-p boundary: docs/verification.md §1.4 leaves the order of tied values there to
 the backend's sort, so exact tests never place ties there (``top_p_boundary_tied``).
 """
 
@@ -151,7 +151,7 @@ def random_noise(case: RejectionCase, profile: SamplerProfile, rng: random.Rando
 
 
 def top_p_boundary_tied(rows: Tensor, temperature: float, top_k: int | None, top_p: float) -> bool:
-    """Whether top-p's cut (verification.md §1.4 step 4, after temperature and top-k) falls inside a
+    """Whether top-p's cut (docs/verification.md §1.4 step 4, after temperature and top-k) falls inside a
     run of equal values in any of ``rows``: some copies of a value masked, others kept, so which
     token survives depends on the order the sort gives equal values."""
     if not len(rows):

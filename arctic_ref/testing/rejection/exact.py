@@ -1,4 +1,4 @@
-"""Exact checks E1–E18 and E20 of verification.md §5.1, run against any candidate sampler.
+"""Exact checks E1–E18 and E20 of docs/verification.md §5.1, run against any candidate sampler.
 
 Every random-row comparison uses known randomness: injected noise (route A) when the candidate has
 an injector, otherwise per-request seeded generators whose draws are predicted on clones (route B).
@@ -73,7 +73,7 @@ class Candidate:
         problem = ""
         for i, g in predicted_meta.generators.items():
             if not torch.equal(g.get_state(), meta_after.generators[i].get_state()):
-                problem = f"request {i}'s generator advanced differently from verification.md §2.1"
+                problem = f"request {i}'s generator advanced differently from docs/verification.md §2.1"
         return actual, expected_output(case, noise, self.profile), args, problem
 
 
@@ -455,7 +455,7 @@ def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -
 
 def _with_nan_in_a_random_row(case: RejectionCase) -> Tensor:
     """The logits with one NaN in the first draft row of the first random request with drafts
-    (verification.md §1.2 item 5: a ``ValueError``, never an out-of-vocabulary id, vLLM bug V-5)."""
+    (docs/verification.md §1.2 item 5: a ``ValueError``, never an out-of-vocabulary id, vLLM bug V-5)."""
     starts = [0, *accumulate(case.num_draft_tokens)]
     i = next(i for i, n in enumerate(case.num_draft_tokens) if n > 0 and not case.greedy[i])
     logits = case.target_logits.clone()
@@ -483,7 +483,7 @@ def _raises(c: Candidate, bad: RejectionCase, accepted: tuple[type[BaseException
 
 
 def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
-    """Invalid input raises (verification.md §1.2), one named check per contract: E15-SPEC-LEN
+    """Invalid input raises (docs/verification.md §1.2), one named check per contract: E15-SPEC-LEN
     (max_spec_len over the limit: any ``ValueError``, e.g. arctic_ref's ``SpecLengthError``, never
     our own class; under the vLLM 0.9.2 profile also vLLM's ``AssertionError``), and the strict
     input contract: E15-SHAPES (shapes and counts), E15-FLAGS (greedy flags), E15-NAN (NaN rows)."""
@@ -530,10 +530,10 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
 
 
 STRICT_CONTRACT: Final[dict[str, str]] = {
-    "E15-SHAPES": "the strict contract (verification.md §1.2) raises ValueError for malformed shapes and counts",
-    "E15-FLAGS": "the strict contract (verification.md §1.2 item 2) raises ValueError for greedy flags that "
+    "E15-SHAPES": "the strict contract (docs/verification.md §1.2) raises ValueError for malformed shapes and counts",
+    "E15-FLAGS": "the strict contract (docs/verification.md §1.2 item 2) raises ValueError for greedy flags that "
     "contradict the temperatures",
-    "E15-NAN": "the strict contract (verification.md §1.2 item 5, field bug F-4) raises ValueError for a NaN "
+    "E15-NAN": "the strict contract (docs/verification.md §1.2 item 5, field bug F-4) raises ValueError for a NaN "
     "row instead of emitting from it",
 }
 

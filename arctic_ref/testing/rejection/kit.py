@@ -1,9 +1,9 @@
 """``check_rejection_sampler``: the conformance kit for any function with ``rejection_sample``'s
-signature (ours, vLLM's, a user's Triton kernel). Spec verification.md §6.
+signature (ours, vLLM's, a user's Triton kernel). Spec docs/verification.md §6.
 
 Exact checks compare the candidate with ``rejection_sample_with_noise`` on the same randomness:
 route A injects u and E through the candidate's ``with_noise`` context; route B gives every random
-request a seeded generator and predicts the draws of verification.md §2.1 on clones. Statistical checks need
+request a seeded generator and predicts the draws of docs/verification.md §2.1 on clones. Statistical checks need
 no injection at all.
 """
 
@@ -78,7 +78,7 @@ def check_rejection_sampler(
         explained = KNOWN_DIFFERENCE_OF_CHECK.get(result.id)
         if result.status is CheckStatus.FAIL and explained in known_differences:
             result = replace(
-                result, status=CheckStatus.KNOWN, detail=f"{explained} (verification.md §2.4): {result.detail}"
+                result, status=CheckStatus.KNOWN, detail=f"{explained} (docs/verification.md §2.4): {result.detail}"
             )
         report.checks.append(result)
     return report

@@ -1,5 +1,5 @@
 """One-change variants of the readable rejection loop; the kit must report a failure for each
-(verification.md §6, item 6). Each mutant is the loop's intended ``LoopRules`` with one stage
+(docs/verification.md §6, item 6). Each mutant is the loop's intended ``LoopRules`` with one stage
 swapped (as draft selection's bug replays swap one stage of ``DraftRules``), run by the one loop
 of ``arctic_ref.spec.loop``; it takes injected noise like ``rejection_sample_loop``."""
 

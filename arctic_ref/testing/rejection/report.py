@@ -40,7 +40,7 @@ class CheckStatus(StrEnum):
     KNOWN = "known-difference"
 
 
-#: Which check a known upstream difference (verification.md §2.4) explains.
+#: Which check a known upstream difference (docs/verification.md §2.4) explains.
 #: vLLM 0.9.2 validates neither lengths nor shapes (X5's row), nor greedy flags (X4), nor NaN rows (X3).
 KNOWN_DIFFERENCE_OF_CHECK = {
     "E6": "X1",

@@ -1,4 +1,4 @@
-"""Statistical checks S1–S5 of verification.md §5.2, with stated significance.
+"""Statistical checks S1–S5 of docs/verification.md §5.2, with stated significance.
 
 Family-wise α = 1e-4 with Bonferroni: every chi-square test uses α / m, m = the number of chi-square
 tests in the battery (reported). Cells with expected count < 5 are merged into one bin. Seeds are
@@ -51,7 +51,7 @@ def chi_square(observed: np.ndarray, expected_probs: np.ndarray) -> tuple[float,
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
-    """One configuration of verification.md §5.2: per-position target logits, drafts and draft probabilities."""
+    """One configuration of docs/verification.md §5.2: per-position target logits, drafts and draft probabilities."""
 
     name: str
     logits: Tensor  # [k, V]

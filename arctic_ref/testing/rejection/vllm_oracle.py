@@ -1,4 +1,4 @@
-"""vLLM 0.9.2's ``RejectionSampler.forward`` as a kit candidate (verification.md §8).
+"""vLLM 0.9.2's ``RejectionSampler.forward`` as a kit candidate (docs/verification.md §8).
 
 Only for the opt-in ``vllm`` tox environment: importable anywhere, usable only where vLLM 0.9.2
 imports (CPU: set ``CUDA_VISIBLE_DEVICES=""`` and ``TRITON_INTERPRET=1`` before importing vLLM).

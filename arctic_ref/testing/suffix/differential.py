@@ -1,7 +1,7 @@
 """``run_differential``: seeded random operations on several suffix implementations, compared.
 
 The deterministic sibling of ``SuffixTreeMachine`` for places without Hypothesis (``arctic-ref
-check``): the same rules (extend with copied substrings, remove, speculate over suffix-decoding.md's edge
+check``): the same rules (extend with copied substrings, remove, speculate over docs/suffix-decoding.md's edge
 values), the same comparisons (drafts as float32 bytes, ``check_integrity``, dumps).
 """
 

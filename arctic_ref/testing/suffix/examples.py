@@ -1,4 +1,4 @@
-"""Worked examples of suffix-decoding.md as checks of any implementation: each takes a factory and
+"""Worked examples of docs/suffix-decoding.md as checks of any implementation: each takes a factory and
 returns "" or what differed. Trees need only extend, remove and speculate; caches only the public
 ``SuffixDecodingCache`` API. ``tests/suffix/test_examples.py`` runs them on ours, the naive oracle
 and upstream; the plugin's ``worked-examples`` checks run them on yours."""

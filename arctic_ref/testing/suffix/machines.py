@@ -1,4 +1,4 @@
-"""State machines that drive several suffix implementations side by side (suffix-decoding.md §9).
+"""State machines that drive several suffix implementations side by side (docs/suffix-decoding.md §9).
 
 Users test their own implementation by passing it in beside ours::
 
@@ -80,7 +80,7 @@ class Implementation:
     make_tree: Callable[[int], SuffixIndex]
     """Builds an empty tree of the given ``max_depth``."""
     rejects_bad_input: bool = True
-    """Whether it must raise ``SuffixInputError`` (and change nothing) on the inputs of suffix-decoding.md §2.2."""
+    """Whether it must raise ``SuffixInputError`` (and change nothing) on the inputs of docs/suffix-decoding.md §2.2."""
 
 
 def reference_trees(*, with_upstream: bool = True) -> list[Implementation]:

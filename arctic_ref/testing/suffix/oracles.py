@@ -3,7 +3,7 @@
 It stores only the live sequences and, per trie node, the order of its children (tie order is
 history, which no scan can recover). Every count comes from scanning the sequences; the float
 arithmetic uses ``numpy.float32`` scalars, independently of the tree's ``struct``-based rounding.
-Cost: O(total tokens) per count, so keep the inputs small (suffix-decoding.md §9).
+Cost: O(total tokens) per count, so keep the inputs small (docs/suffix-decoding.md §9).
 """
 
 import math

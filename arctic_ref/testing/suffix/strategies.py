@@ -1,6 +1,6 @@
-"""Hypothesis strategies for suffix-decoding tests (suffix-decoding.md §9).
+"""Hypothesis strategies for suffix-decoding tests (docs/suffix-decoding.md §9).
 
-Small vocabularies make ties in sibling order common; the parameter values are suffix-decoding.md's, chosen
+Small vocabularies make ties in sibling order common; the parameter values are docs/suffix-decoding.md's, chosen
 to hit every edge of the budget and probability rules (NaN, inf, negative, > 1).
 """
 
@@ -78,7 +78,7 @@ def copied_tokens(draw: Any, sources: list[list[int]], vocab: int = 4, max_size:
 
 
 def bad_tokens() -> st.SearchStrategy[object]:
-    """Token sequences every implementation must reject (suffix-decoding.md §2.2): reserved, out of int32,
+    """Token sequences every implementation must reject (docs/suffix-decoding.md §2.2): reserved, out of int32,
     non-integer, strings and wrongly shaped inputs."""
     bad_element = st.sampled_from([INT32_MIN, INT32_MIN + 1, INT32_MAX + 1, -(2**40), 1.5, "x", None])
     return st.one_of(

@@ -87,7 +87,7 @@ def examples_verdict(examples: tuple[Callable[[Any], str], ...], make: Any) -> V
     problems = run_examples(examples, make)
     return Verdict(
         passed=not problems,
-        compared=f"{len(examples)} worked examples of suffix-decoding.md",
+        compared=f"{len(examples)} worked examples of docs/suffix-decoding.md",
         detail="; ".join(problems),
         replay="arctic_ref.testing.suffix.examples.<name>(your factory)",
     )

@@ -1,5 +1,5 @@
 """A Ulysses exchange of one's own: the two all-to-alls over the SP group, written directly on the
-``Comm`` (parallel.md §2.2): [n, sp·c] (my tokens, every head group) ↔ [sp·n, c] (every token, my
+``Comm`` (docs/parallel.md §2.2): [n, sp·c] (my tokens, every head group) ↔ [sp·n, c] (every token, my
 head group)."""
 
 import torch
