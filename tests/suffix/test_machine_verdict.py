@@ -1,0 +1,62 @@
+"""The state-machine checks of a user's tree report a failure as soon as it is found, with the
+falsifying steps, and bound the time spent shrinking it (``suffix_contract.machine_verdict``)."""
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import settings
+
+from arctic_ref.suffix.draft import Draft
+from arctic_ref.suffix.tree import SuffixTree
+from arctic_ref.testing.suffix import suffix_contract
+from arctic_ref.testing.suffix.machines import Implementation, SuffixTreeMachine
+
+FAST = settings(max_examples=40, stateful_step_count=20, deadline=None, derandomize=True, database=None)
+
+
+class _ShortDrafts(SuffixTree):
+    """Drops the last token of every draft longer than one token: a bug the machine finds."""
+
+    def speculate(
+        self,
+        context: Sequence[int] | np.ndarray,
+        max_spec_tokens: int,
+        max_spec_factor: float,
+        max_spec_offset: float,
+        min_token_prob: float,
+        use_tree_spec: bool,
+    ) -> Draft:
+        draft = super().speculate(
+            context, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob, use_tree_spec
+        )
+        if len(draft.token_ids) > 1:
+            draft.token_ids, draft.parents, draft.probs = draft.token_ids[:-1], draft.parents[:-1], draft.probs[:-1]
+        return draft
+
+
+def _machine() -> SuffixTreeMachine:
+    reference = Implementation(name="arctic_ref", make_tree=SuffixTree)
+    yours = Implementation(name="yours", make_tree=_ShortDrafts, rejects_bad_input=False)
+    return SuffixTreeMachine([reference, yours])
+
+
+def test_a_failing_machine_reports_its_steps() -> None:
+    verdict = suffix_contract.machine_verdict(_machine, FAST, "drafts", "tree-machine")
+    assert not verdict.passed
+    assert "state." in verdict.detail  # the falsifying steps, from Hypothesis's notes
+    assert "-k tree-machine" in verdict.replay
+
+
+def test_shrinking_is_cut_off_and_the_unshrunk_failure_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suffix_contract, "SHRINK_SECONDS", 1e-3)
+    verdict = suffix_contract.machine_verdict(_machine, FAST, "drafts", "tree-machine")
+    assert not verdict.passed
+    assert "shrinking stopped after" in verdict.detail and "state." in verdict.detail
+
+
+def test_a_passing_machine_passes() -> None:
+    reference = Implementation(name="arctic_ref", make_tree=SuffixTree)
+    again = Implementation(name="again", make_tree=SuffixTree)
+    verdict = suffix_contract.machine_verdict(lambda: SuffixTreeMachine([reference, again]), FAST, "d", "tree-machine")
+    assert verdict.passed and "40 runs" in verdict.compared
