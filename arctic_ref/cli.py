@@ -10,7 +10,7 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from arctic_ref.check_options import LEVELS, SAMPLER_CATEGORIES, TARGET_COMPONENTS, CheckOptions
 from arctic_ref.model.config import DTYPES
@@ -129,11 +129,11 @@ def _simulate_flag_problems(args: argparse.Namespace) -> list[str]:
     return [f"{flag}({value}) must be {bound}" for flag, value, ok, bound in rules if not ok]
 
 
-def _simulate(args: argparse.Namespace) -> int:
+def _simulation_config(args: argparse.Namespace) -> SimulationConfig:
     problems = _simulate_flag_problems(args)
     if problems:
         raise ValueError("; ".join(problems))
-    config = SimulationConfig(
+    return SimulationConfig(
         max_depth=args.max_depth,
         max_spec_tokens=args.max_spec_tokens,
         max_spec_factor=args.max_spec_factor,
@@ -144,16 +144,70 @@ def _simulate(args: argparse.Namespace) -> int:
         no_prompt=args.no_prompt,
         warm=args.warm,
     )
-    trace = _load(args)
-    impls = _factories(args.impl)
+
+
+def _replay_rounds(
+    args: argparse.Namespace,
+    impls: list[tuple[str, Callable[[int, int], SuffixCacheLike]]],
+    trace: list[TraceRequest],
+    config: SimulationConfig,
+) -> tuple[dict[str, list[Replay]], dict[str, Any]]:
+    """``args.repeat`` replays of each implementation, interleaved A B A B … so drift hits both
+    alike; the replays by implementation, and each one's last cache."""
     runs: dict[str, list[Replay]] = {name: [] for name, _ in impls}
     caches: dict[str, Any] = {}
     for round_index in range(args.repeat):
-        for name, make in impls:  # interleaved A B A B … so drift hits both alike
+        for name, make in impls:
             cache = make(config.max_depth, config.max_cached_requests)
             bar = _ProgressBar(len(trace), f"{name} round {round_index + 1}/{args.repeat}")
             runs[name].append(replay(cache, trace, config, keep_drafts=len(impls) > 1, on_request=bar))
             caches[name] = cache
+    return runs, caches
+
+
+def _compare_with_upstream(runs: dict[str, list[Replay]], summary: dict[str, Any]) -> int:
+    """The speed ratios and the draft comparison of ``--impl both`` into ``summary``; 1 when a
+    draft differs (named on stderr), else 0."""
+    ours, theirs = runs["reference"], runs["upstream"]
+    summary["spec_ratio"] = statistics.median(
+        (summarize(a)["spec_us_per_call"] or 0.0) / (summarize(b)["spec_us_per_call"] or 1.0)
+        for a, b in zip(ours, theirs, strict=True)
+    )
+    summary["update_ratio"] = statistics.median(
+        (summarize(a)["update_us_per_token"] or 0.0) / (summarize(b)["update_us_per_token"] or 1.0)
+        for a, b in zip(ours, theirs, strict=True)
+    )
+    mismatch = next((i for i, (a, b) in enumerate(zip(ours[0].drafts, theirs[0].drafts, strict=True)) if a != b), None)
+    summary["drafts_identical"] = mismatch is None and len(ours[0].drafts) == len(theirs[0].drafts)
+    summary["drafts_compared"] = len(ours[0].drafts)
+    if summary["drafts_identical"]:
+        return 0
+    step = ours[0].steps[mismatch] if mismatch is not None else None
+    _say(
+        f"first differing draft: step {mismatch} {step}: reference {ours[0].drafts[mismatch or 0]} "
+        f"upstream {theirs[0].drafts[mismatch or 0]}"
+    )
+    return 1
+
+
+SUMMARY_KEYS = (
+    "requests",
+    "steps",
+    "tokens_per_step",
+    "accepted_per_step",
+    "acceptance_rate",
+    "spec_ratio",
+    "update_ratio",
+    "drafts_identical",
+)
+"""The summary fields ``simulate`` also prints on stderr, one per line."""
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    config = _simulation_config(args)
+    trace = _load(args)
+    impls = _factories(args.impl)
+    runs, caches = _replay_rounds(args, impls, trace, config)
     first_name = impls[0][0]
     summary: dict[str, Any] = {"impl": args.impl, "config": asdict(config), **summarize(runs[first_name][0])}
     for name in runs:
@@ -167,28 +221,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if isinstance(reference_cache, SuffixDecodingCache):
         summary["global_num_nodes"] = reference_cache._global_tree.num_nodes()
         summary["global_live_tokens"] = reference_cache._global_tree.count([])
-    status = 0
-    if len(impls) == 2:
-        ours, theirs = runs["reference"], runs["upstream"]
-        summary["spec_ratio"] = statistics.median(
-            (summarize(a)["spec_us_per_call"] or 0.0) / (summarize(b)["spec_us_per_call"] or 1.0)
-            for a, b in zip(ours, theirs, strict=True)
-        )
-        summary["update_ratio"] = statistics.median(
-            (summarize(a)["update_us_per_token"] or 0.0) / (summarize(b)["update_us_per_token"] or 1.0)
-            for a, b in zip(ours, theirs, strict=True)
-        )
-        mismatch = next(
-            (i for i, (a, b) in enumerate(zip(ours[0].drafts, theirs[0].drafts, strict=True)) if a != b), None
-        )
-        summary["drafts_identical"] = mismatch is None and len(ours[0].drafts) == len(theirs[0].drafts)
-        summary["drafts_compared"] = len(ours[0].drafts)
-        if not summary["drafts_identical"]:
-            step = ours[0].steps[mismatch] if mismatch is not None else None
-            _say(
-                f"first differing draft: step {mismatch} {step}: reference {ours[0].drafts[mismatch or 0]} upstream {theirs[0].drafts[mismatch or 0]}"
-            )
-            status = 1
+    status = _compare_with_upstream(runs, summary) if len(impls) == 2 else 0
     if args.memory:
         tracemalloc.start()
         replay(impls[0][1](config.max_depth, config.max_cached_requests), trace, config)
@@ -201,20 +234,10 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.plot is not None:
         plot_replay(runs[first_name][0].steps, args.plot)
     print(json.dumps(summary, indent=2))
-    keys = [
-        "requests",
-        "steps",
-        "tokens_per_step",
-        "accepted_per_step",
-        "acceptance_rate",
-        "spec_ratio",
-        "update_ratio",
-        "drafts_identical",
-    ]
     _say(
         "\n".join(
             f"{k:>20}  {summary[k]:.3f}" if isinstance(summary.get(k), float) else f"{k:>20}  {summary.get(k)}"
-            for k in keys
+            for k in SUMMARY_KEYS
             if k in summary
         )
     )
@@ -273,6 +296,16 @@ def _generate(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arctic-ref", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_check(commands)
+    _add_generate(commands)
+    _add_simulate(commands)
+    return parser
+
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _add_check(commands: Commands) -> None:
     check = commands.add_parser(
         "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
     )
@@ -300,6 +333,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")
     check.add_argument("--report", type=Path, metavar="PATH", help="also write the table as .md, .json or JUnit .xml")
     check.set_defaults(run=_check)
+
+
+def _add_generate(commands: Commands) -> None:
     gen = commands.add_parser("generate", help="generate with a layout and drafter (docs/runner.md §4)")
     gen.add_argument("--model", default="tiny", help="tiny, or a directory with config.json and safetensors")
     gen.add_argument("--seed", type=int, default=0, help="weights of tiny")
@@ -336,6 +372,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--cuda-graphs", action="store_true", help="capture and replay CUDA graphs (--device cuda)")
     gen.add_argument("--json", action="store_true", help="one JSON object per request, prompt order")
     gen.set_defaults(run=_generate)
+
+
+def _add_simulate(commands: Commands) -> None:
     sim = commands.add_parser("simulate", help="replay a trace through suffix decoding (docs/suffix-decoding.md §8)")
     source = sim.add_mutually_exclusive_group()
     source.add_argument("--trace", type=Path, help="JSONL: prompt_token_ids, response_token_ids, optional req_id")
@@ -359,7 +398,6 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--memory", action="store_true", help="tracemalloc peak of a separate replay")
     sim.add_argument("--plot", type=Path, help="PNG of acceptance and draft length over the steps")
     sim.set_defaults(run=_simulate)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

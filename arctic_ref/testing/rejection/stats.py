@@ -9,7 +9,7 @@ minimum is a failure of the test design, not a skip.
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -226,72 +226,108 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
     minimum = 20_000 if level == "full" else 5_000
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    planned: list[tuple[str, np.ndarray, np.ndarray, str]] = []  # (check id, observed, expected, label)
-    band_failures: list[str] = []
-    shortfalls: list[str] = []
+    findings = _Findings()
     configs = configurations(seed)
     runs = [(c, False) for c in configs] + [(configs[1], True), (configs[4], True)]  # C9: C2 and C5 rows mixed
     for config, mixed in runs:
-        label = config.name + (" in C9 (mixed batch)" if mixed else "")
-        p = _probs(config).to(torch.float64)
-        q = config.draft(1, g)[1]
-        k = config.logits.shape[0]
-        outputs, drafts = _run_config(sampler, config, _requests_needed(config, p, q, requests, minimum), g, mixed)
-        reaching = torch.ones(outputs.shape[0], dtype=torch.bool)
-        lengths = (outputs != -1).sum(dim=1).to(torch.float64)
-        rates = []
-        for j in range(k):
-            stopped = reaching & (outputs[:, j] == -1)
-            if bool(stopped.any()):  # a row that accepted draft j-1 must emit a token at j
-                band_failures.append(
-                    f"{label} position {j}: {int(stopped.sum())} rows stop after an accepted draft "
-                    "(their last token equals their draft: a rejected draft re-emitted?)"
-                )
-                reaching = reaching & ~stopped
-            n_j = int(reaching.sum())
-            column = outputs[reaching, j]
-            d_j = drafts[reaching, j]
-            accepted = column == d_j
-            if q is None:
-                a = float(p[j, drafts[0, j]])
-                recovered_probs = p[j].clone()
-                recovered_probs[drafts[0, j]] = 0
-            else:
-                a = float(torch.minimum(p[j], q[j].to(torch.float64)).sum())
-                recovered_probs = (p[j] - q[j].to(torch.float64)).clamp(min=0)
-            a = min(max(a, 0.0), 1.0)
-            rates.append(a)
-            if n_j < minimum:
-                shortfalls.append(f"{label} position {j}: {n_j} requests reach it (< {minimum})")
-                break
-            planned.append(("S1", np.bincount(column.numpy(), minlength=VOCAB), p[j].numpy(), f"{label} position {j}"))
-            a_hat = float(accepted.to(torch.float64).mean())
-            band = 5 * math.sqrt(a * (1 - a) / n_j) + 1 / n_j
-            if (a in (0.0, 1.0) and a_hat != a) or abs(a_hat - a) > band:
-                band_failures.append(f"{label} position {j}: acceptance {a_hat:.5f}, expected {a:.5f} ± {band:.5f}")
-            rejected = column[~accepted]
-            if 0 < a < 1 and recovered_probs.sum() > 0:
-                if len(rejected) >= minimum:
-                    planned.append(
-                        (
-                            "S3",
-                            np.bincount(rejected.numpy(), minlength=VOCAB),
-                            recovered_probs.numpy(),
-                            f"{label} position {j}",
-                        )
-                    )
-                else:
-                    shortfalls.append(f"{label} position {j}: {len(rejected)} rejections (< {minimum})")
-            after = torch.zeros_like(reaching)
-            after[reaching.nonzero().squeeze(1)[accepted]] = True
-            reaching = after
-        expected_length = sum(math.prod(rates[:j]) for j in range(k + 1))
-        error = 5 * float(lengths.std()) / math.sqrt(len(lengths))
-        if abs(float(lengths.mean()) - expected_length) > error:
+        _test_config(sampler, config, mixed, g, requests=requests, minimum=minimum, findings=findings)
+    findings.planned.append(_race_test(requests))
+    # S5: drafts change speed, never the output distribution.
+    s5 = _draft_independence(sampler, requests, seed)
+    findings.planned += [(c, o, e, lab) for c, o, e, lab in s5[0]]
+    return _results(findings, s5[1], s5[2])
+
+
+Planned = tuple[str, np.ndarray, np.ndarray, str]
+"""(check id, observed counts, expected probabilities, label) of one chi-square test."""
+
+
+@dataclass(slots=True)
+class _Findings:
+    """What the configurations found: the planned chi-square tests, the acceptance-band failures
+    (S2) and the positions that got too few conditional samples (S-DESIGN)."""
+
+    planned: list[Planned] = field(default_factory=list)
+    band_failures: list[str] = field(default_factory=list)
+    shortfalls: list[str] = field(default_factory=list)
+
+
+def _test_config(
+    sampler: RejectionSampleFn,
+    config: Config,
+    mixed: bool,
+    g: torch.Generator,
+    *,
+    requests: int,
+    minimum: int,
+    findings: _Findings,
+) -> None:
+    """One configuration's runs: per position, the emitted tokens (S1), the acceptance band (S2),
+    the recovered tokens (S3); then the mean emitted length (S2)."""
+    planned, band_failures, shortfalls = findings.planned, findings.band_failures, findings.shortfalls
+    label = config.name + (" in C9 (mixed batch)" if mixed else "")
+    p = _probs(config).to(torch.float64)
+    q = config.draft(1, g)[1]
+    k = config.logits.shape[0]
+    outputs, drafts = _run_config(sampler, config, _requests_needed(config, p, q, requests, minimum), g, mixed)
+    reaching = torch.ones(outputs.shape[0], dtype=torch.bool)
+    lengths = (outputs != -1).sum(dim=1).to(torch.float64)
+    rates = []
+    for j in range(k):
+        stopped = reaching & (outputs[:, j] == -1)
+        if bool(stopped.any()):  # a row that accepted draft j-1 must emit a token at j
             band_failures.append(
-                f"{label}: mean emitted length {float(lengths.mean()):.4f}, expected {expected_length:.4f} ± {error:.4f}"
+                f"{label} position {j}: {int(stopped.sum())} rows stop after an accepted draft "
+                "(their last token equals their draft: a rejected draft re-emitted?)"
             )
-    # S4: the exponential race alone, with E from draw_noise.
+            reaching = reaching & ~stopped
+        n_j = int(reaching.sum())
+        column = outputs[reaching, j]
+        d_j = drafts[reaching, j]
+        accepted = column == d_j
+        if q is None:
+            a = float(p[j, drafts[0, j]])
+            recovered_probs = p[j].clone()
+            recovered_probs[drafts[0, j]] = 0
+        else:
+            a = float(torch.minimum(p[j], q[j].to(torch.float64)).sum())
+            recovered_probs = (p[j] - q[j].to(torch.float64)).clamp(min=0)
+        a = min(max(a, 0.0), 1.0)
+        rates.append(a)
+        if n_j < minimum:
+            shortfalls.append(f"{label} position {j}: {n_j} requests reach it (< {minimum})")
+            break
+        planned.append(("S1", np.bincount(column.numpy(), minlength=VOCAB), p[j].numpy(), f"{label} position {j}"))
+        a_hat = float(accepted.to(torch.float64).mean())
+        band = 5 * math.sqrt(a * (1 - a) / n_j) + 1 / n_j
+        if (a in (0.0, 1.0) and a_hat != a) or abs(a_hat - a) > band:
+            band_failures.append(f"{label} position {j}: acceptance {a_hat:.5f}, expected {a:.5f} ± {band:.5f}")
+        rejected = column[~accepted]
+        if 0 < a < 1 and recovered_probs.sum() > 0:
+            if len(rejected) >= minimum:
+                planned.append(
+                    (
+                        "S3",
+                        np.bincount(rejected.numpy(), minlength=VOCAB),
+                        recovered_probs.numpy(),
+                        f"{label} position {j}",
+                    )
+                )
+            else:
+                shortfalls.append(f"{label} position {j}: {len(rejected)} rejections (< {minimum})")
+        after = torch.zeros_like(reaching)
+        after[reaching.nonzero().squeeze(1)[accepted]] = True
+        reaching = after
+    expected_length = sum(math.prod(rates[:j]) for j in range(k + 1))
+    error = 5 * float(lengths.std()) / math.sqrt(len(lengths))
+    if abs(float(lengths.mean()) - expected_length) > error:
+        band_failures.append(
+            f"{label}: mean emitted length {float(lengths.mean()):.4f}, expected {expected_length:.4f} ± {error:.4f}"
+        )
+
+
+def _race_test(requests: int) -> Planned:
+    """S4: the exponential race alone, with E from draw_noise."""
     weights = torch.tensor([0.0, 1.0, 2.0, 0.0, 4.0, 0.5, 0.0, 3.0, 1.5, 0.0, 0.25, 2.5, 0.0, 1.0, 0.75, 0.1])
     meta = SamplingMetadata(temperature=torch.ones(requests), all_greedy=False, all_random=True)
     noise = draw_noise([1] * requests, VOCAB, meta)
@@ -302,10 +338,12 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
         weights.expand(requests, -1) * 0,
         noise.exponentials,
     )
-    planned.append(("S4", np.bincount(winners.numpy(), minlength=VOCAB), weights.numpy(), "race over w with zeros"))
-    # S5: drafts change speed, never the output distribution.
-    s5 = _draft_independence(sampler, requests, seed)
-    planned += [(c, o, e, lab) for c, o, e, lab in s5[0]]
+    return ("S4", np.bincount(winners.numpy(), minlength=VOCAB), weights.numpy(), "race over w with zeros")
+
+
+def _results(findings: _Findings, s5_speed_passed: bool, s5_speed_detail: str) -> list[CheckResult]:
+    """S1, S3, S4, S5 at the Bonferroni threshold over every planned test; S2; S-DESIGN; S5-SPEED."""
+    planned, band_failures, shortfalls = findings.planned, findings.band_failures, findings.shortfalls
     tests = len(planned)
     alpha = FAMILY_ALPHA / max(tests, 1)
     results: list[CheckResult] = []
@@ -343,7 +381,10 @@ def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) ->
         )
     results.append(
         CheckResult(
-            id="S5-SPEED", kind="statistical", status=CheckStatus.PASS if s5[1] else CheckStatus.FAIL, detail=s5[2]
+            id="S5-SPEED",
+            kind="statistical",
+            status=CheckStatus.PASS if s5_speed_passed else CheckStatus.FAIL,
+            detail=s5_speed_detail,
         )
     )
     return results
