@@ -6,6 +6,7 @@ import ast
 import inspect
 import random
 from dataclasses import fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,24 @@ from arctic_ref.spec import INTENDED, MAX_SPEC_LEN, VLLM_0_9_2, rejection_sample
 from arctic_ref.spec.loop import INTENDED_LOOP, LoopRules, sample_with_rules
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import SamplerProfile
-from arctic_ref.spec.sampling import apply_temperature, apply_top_k, request_of_rows, row_temperatures
+from arctic_ref.spec.sampling import (
+    apply_temperature,
+    apply_top_k,
+    apply_top_k_top_p,
+    request_of_rows,
+    row_temperatures,
+)
 from arctic_ref.testing.rejection.check_ids import CATEGORIES, MEANINGS
 from arctic_ref.testing.rejection.corpus import RejectionCase, random_case
-from arctic_ref.testing.rejection.exact import Candidate, _e15_errors, _Tally
+from arctic_ref.testing.rejection.exact import (
+    Candidate,
+    _e15_errors,
+    _e17_masks,
+    _Tally,
+)
 from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
 from arctic_ref.testing.rejection.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
-from arctic_ref.testing.rejection.report import CheckStatus, ConformanceReport
+from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, ConformanceReport
 
 PACKAGE = Path(arctic_ref.__file__).parent
 
@@ -218,3 +230,87 @@ def test_e4_catches_a_bonus_after_a_rejected_last_draft_and_e3_says_so() -> None
     assert "bonus after a rejected draft" in failed["E3"].counterexample
     assert "bonus after a rejected draft" in failed["E4"].counterexample
     assert failed["E8"].counterexample.startswith("row ") and "differs" in failed["E8"].counterexample
+
+
+def _top_p_before_temperature(
+    logits: torch.Tensor, cu: torch.Tensor, meta: SamplingMetadata, profile: Any
+) -> torch.Tensor:
+    """Our target distribution with the order of docs/verification.md §1.4 broken: top-p on the raw
+    logits, then temperature, then top-k."""
+    rows = request_of_rows(cu, logits.shape[0])
+    x = logits.to(torch.float32)
+    if meta.top_p is not None:
+        x = apply_top_k_top_p(x, None, meta.top_p[rows])
+    x = apply_temperature(x, row_temperatures(meta, rows, cu.shape[0]))
+    if meta.top_k is not None:
+        x = apply_top_k(x, meta.top_k[rows])
+    return x.softmax(dim=-1, dtype=torch.float32)
+
+
+def _top_k_drops_the_first_tie(
+    logits: torch.Tensor, cu: torch.Tensor, meta: SamplingMetadata, profile: Any
+) -> torch.Tensor:
+    """Exactly k tokens survive top-k, ties at the threshold broken towards the higher index (the
+    mutant ``top_k_drops_ties`` breaks them towards the lower one)."""
+    rows = request_of_rows(cu, logits.shape[0])
+    x = apply_temperature(logits.to(torch.float32), row_temperatures(meta, rows, cu.shape[0]))
+    if meta.top_k is not None:
+        flipped = x.flip(-1)
+        rank = flipped.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1).flip(-1)
+        x = x.masked_fill(rank >= meta.top_k[rows].unsqueeze(1), float("-inf"))
+    if meta.top_p is not None:
+        x = apply_top_k_top_p(x, None, meta.top_p[rows])
+    return x.softmax(dim=-1, dtype=torch.float32)
+
+
+def _e17(candidate: Candidate) -> CheckResult:
+    tally = _Tally()
+    _e17_masks(candidate, tally, random.Random(0), 0)
+    return tally.results(["E17"])[0]
+
+
+def _loop_candidates(rules: LoopRules) -> list[Candidate]:
+    """The loop with ``rules`` by route A (injected noise) and by route B (its own draws from the
+    per-request generators the kit hands it)."""
+
+    def loop(*args: Any, profile: SamplerProfile = INTENDED) -> torch.Tensor:
+        return sample_with_rules(rules, *args, profile=profile)
+
+    injectable = Injectable(loop)
+    common: dict[str, Any] = {"takes": "logits", "profile": INTENDED, "greedy_temperature": 0.0}
+    return [
+        Candidate(fn=injectable, injector=injectable.inject, **common),
+        Candidate(fn=injectable, injector=None, **common),
+    ]
+
+
+def test_e17_probes_the_candidates_own_masks() -> None:
+    """Before: E17 computed our own ``compute_target_probs`` and never called the candidate, so it
+    passed top-p before temperature (only E8 caught it) and top-k dropping tied values. Now it reads
+    the masks off the candidate's output on rows whose outcome the masks force."""
+    broken = {
+        "top-p before temperature": replace(INTENDED_LOOP, target_probs=_top_p_before_temperature),
+        "top-k drops ties (lower index kept)": MUTANT_RULES["top_k_drops_ties"],
+        "top-k drops ties (higher index kept)": replace(INTENDED_LOOP, target_probs=_top_k_drops_the_first_tie),
+        "temperature after top-k and top-p": MUTANT_RULES["temperature_after_top_p"],
+    }
+    for name, rules in broken.items():
+        for candidate in _loop_candidates(rules):
+            result = _e17(candidate)
+            route = "A" if candidate.injector else "B"
+            assert result.status is CheckStatus.FAIL, (name, route, result)
+            assert "draft" in result.counterexample, result.counterexample
+    ours = [
+        *_loop_candidates(INTENDED_LOOP),
+        Candidate(fn=rejection_sample, takes="logits", profile=INTENDED, injector=None, greedy_temperature=0.0),
+        Candidate(
+            fn=partial(rejection_sample, profile=VLLM_0_9_2),
+            takes="logits",
+            profile=VLLM_0_9_2,
+            injector=None,
+            greedy_temperature=-1.0,
+        ),
+    ]
+    for candidate in ours:
+        result = _e17(candidate)
+        assert result.status is CheckStatus.PASS, result

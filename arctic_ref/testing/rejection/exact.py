@@ -551,8 +551,87 @@ def _e16_greedy_threshold(c: Candidate, t: _Tally, rng: random.Random, n: int) -
     t.record("E16", "" if out[0, 0].item() == 3 else f"τ=1e-5: {out.tolist()}")
 
 
+@dataclass(frozen=True, slots=True)
+class _MaskProbe:
+    """A hand-built row, its sampling parameters and the tokens docs/verification.md §1.4 keeps."""
+
+    logits: tuple[float, ...]
+    temperature: float
+    top_k: int | None
+    top_p: float | None
+    kept: frozenset[int]
+    shows: str
+
+
+MASK_PROBES: Final[tuple[_MaskProbe, ...]] = (
+    _MaskProbe(
+        (1.0, 2.0, 2.0, 3.0), 1.0, 2, None, frozenset({1, 2, 3}), "top-k keeps both values tied at its threshold"
+    ),
+    _MaskProbe((0.0, 1.0, 2.0, 3.0), 1.0, None, 0.01, frozenset({3}), "top-p keeps the maximum"),
+    # τ = 0.5 gives [0, 2, 4]: p = [0.016, 0.117, 0.867], top-p 0.7 keeps {2}; on the raw logits it keeps {1, 2}.
+    _MaskProbe((0.0, 1.0, 2.0), 0.5, None, 0.7, frozenset({2}), "temperature comes before top-p"),
+    # top-k 2 leaves [1.5, 2]: cumulative 0.378 <= 0.4 drops 2; top-p first (over all four) keeps {2, 3}.
+    _MaskProbe((0.0, 1.0, 1.5, 2.0), 1.0, 2, 0.6, frozenset({3}), "top-k comes before top-p"),
+    # τ = 0.5 gives [0, 1, 2, 2.4]; top-k 3 drops 0; cumulative 0.129, 0.479, 1: top-p 0.6 drops 1.
+    _MaskProbe((0.0, 0.5, 1.0, 1.2), 0.5, 3, 0.6, frozenset({2, 3}), "temperature, then top-k, then top-p"),
+)
+"""E17's rows (docs/verification.md §1.4); no ties at a top-p boundary."""
+
+PROBE_DRAFT_PROB: Final = 1 / 64
+"""q(d) of a probed draft: below every kept token's p (at least 0.21 in ``MASK_PROBES``), so p(d)/q(d) > 1."""
+
+
+_PROBE_BATCH: Final = "one request per token v, drafting v with q(v) = 1/64 (the rest of q on the other tokens)"
+
+
+def _mask_probe_case(probe: _MaskProbe, seeded: bool) -> RejectionCase:
+    """One request per token v of the row: a single draft v with q(v) = 1/64 and the rest of q spread
+    over the other tokens. A correct sampler accepts v exactly when §1.4 keeps it (p(v)/q(v) > 1 > u;
+    p(v) = 0 is never accepted, §1.5), and otherwise recovers a kept token ((p − q)⁺ > 0 needs p > 0).
+    ``seeded`` gives every request a generator with a fixed seed (route B), so the run is repeatable."""
+    vocab = len(probe.logits)
+    q = torch.full((vocab, vocab), (1 - PROBE_DRAFT_PROB) / (vocab - 1), dtype=torch.float32)
+    q.fill_diagonal_(PROBE_DRAFT_PROB)
+    generators = {v: torch.Generator().manual_seed(1017 + v) for v in range(vocab)} if seeded else {}
+    return RejectionCase(
+        draft_token_ids=torch.arange(vocab),
+        num_draft_tokens=[1] * vocab,
+        max_spec_len=1,
+        cu_num_draft_tokens=torch.arange(1, vocab + 1),
+        draft_probs=q,
+        target_logits=torch.tensor([probe.logits] * vocab, dtype=torch.float32),
+        bonus_token_ids=torch.zeros(vocab, 1, dtype=torch.int64),
+        sampling_metadata=make_metadata(
+            [probe.temperature] * vocab,
+            top_k=None if probe.top_k is None else [probe.top_k] * vocab,
+            top_p=None if probe.top_p is None else [probe.top_p] * vocab,
+            generators=generators,
+        ),
+    )
+
+
+def _mask_probe_problem(probe: _MaskProbe, out: Tensor) -> str:
+    """ "" when every request's row is what the kept set forces, else the first one that is not."""
+    where = (
+        f"{probe.shows}: logits {list(probe.logits)} at τ={probe.temperature}, top_k={probe.top_k}, "
+        f"top_p={probe.top_p} keep {sorted(probe.kept)}"
+    )
+    for v, row in enumerate(out.tolist()):
+        if v in probe.kept and row[:2] != [v, 0]:
+            return f"{where}, yet the draft {v} (p/q > 1) was not accepted: row {row}, expected [{v}, bonus 0]"
+        if v not in probe.kept and (row[1] != PLACEHOLDER_TOKEN_ID or row[0] not in probe.kept):
+            if row[0] == v:
+                return f"{where}, yet the draft {v} (p = 0) was accepted, so your masks kept it: row {row}"
+            return f"{where}: the draft {v} (p = 0) gave row {row}, expected one kept token and then -1"
+    return ""
+
+
 def _e17_masks(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
-    """Top-k keeps threshold ties; top-p keeps the maximum; order temperature → top-k → top-p."""
+    """Top-k keeps threshold ties; top-p keeps the maximum; order temperature → top-k → top-p.
+    First on our ``compute_target_probs``, then read off the candidate's output on ``MASK_PROBES``,
+    where the masks force every token (``_mask_probe_case``): a wrong mask shows with certainty (u
+    injected as 0.5; by route B from fixed seeds, any u < 1 gives the same rows, bar u = 0 exactly
+    for a sampler without the p > 0 guard, X1)."""
     meta = make_metadata([1.0], top_k=[2])
     p = compute_target_probs(torch.tensor([[1.0, 2.0, 2.0, 3.0]]), torch.tensor([1]), meta, profile=c.profile)
     t.record("E17", "" if (p[0] > 0).tolist() == [False, True, True, True] else f"top-k ties: {p.tolist()}")
@@ -564,6 +643,18 @@ def _e17_masks(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
     # τ = 0.5 gives [0, 1, 2, 2.4]; top-k 3 drops 0; the sorted cumulative probabilities of the rest
     # are 0.129, 0.479, 1, so top-p 0.6 (mask ≤ 0.4) drops 1 and keeps 2 and 2.4.
     t.record("E17", "" if (p[0] > 0).tolist() == [False, False, True, True] else f"order: {p.tolist()}")
+    for probe in MASK_PROBES:
+        case = _mask_probe_case(probe, seeded=c.injector is None)
+        vocab = len(probe.logits)
+        noise = RejectionNoise(
+            uniforms=torch.full((vocab,), 0.5, dtype=c.profile.uniform_dtype), exponentials=torch.ones(vocab, vocab)
+        )
+        out, _ = c.call(case, noise)
+        if not isinstance(out, Tensor) or tuple(out.shape) != (vocab, 2):
+            shape = f"output shape {tuple(getattr(out, 'shape', ()))}, expected ({vocab}, 2)"
+            t.record("E17", malformed_output(out, case.num_draft_tokens, vocab) or shape)
+            continue
+        t.record("E17", _mask_probe_problem(probe, out), lambda: _PROBE_BATCH)
 
 
 def _e18_parse(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
