@@ -30,6 +30,7 @@ def test_tree_against_naive_oracle(comparisons: Counter[str]) -> None:
         settings=TREE_MACHINE,
     )
     comparisons["naive oracle (tree machine)"] += sum(m.compared for m in machines)
+    comparisons["naive oracle (tree machine, tree-mode probes)"] += sum(m.tree_probes for m in machines)
 
 
 @pytest.mark.upstream
@@ -40,6 +41,7 @@ def test_tree_three_way_with_upstream(comparisons: Counter[str]) -> None:
         lambda: machines.append(SuffixTreeMachine(reference_trees())) or machines[-1], settings=TREE_MACHINE
     )
     comparisons["upstream (tree machine)"] += sum(m.compared for m in machines)
+    comparisons["upstream (tree machine, tree-mode probes)"] += sum(m.tree_probes for m in machines)
 
 
 def test_cache_bounds_and_bad_input() -> None:

@@ -127,6 +127,11 @@ def pack(draft: Any) -> PackedDraft:
     )
 
 
+TREE_PROBE_MIN_PROBS = (0.0, 0.25, 0.5, 1.0)
+"""``min_token_prob`` of the tree-mode probes: 0 keeps every branch; at 0.25, 0.5 and 1 equal counts
+put q exactly on the cut, which keeps them (docs/suffix-decoding.md §3.4)."""
+
+
 class SuffixTreeMachine(RuleBasedStateMachine):
     """Random extend/remove/speculate/bad-input sequences applied to every implementation at once."""
 
@@ -134,6 +139,8 @@ class SuffixTreeMachine(RuleBasedStateMachine):
         super().__init__()
         self.compared = 0
         """``speculate`` calls compared across the implementations (a coverage figure)."""
+        self.tree_probes = 0
+        """Tree-mode probes of ``probe_sibling_order`` compared (not in ``compared``)."""
         if len(implementations) < 2:
             raise ValueError(f"need at least two implementations to compare, got {len(implementations)}")
         self.implementations = list(implementations)
@@ -179,7 +186,11 @@ class SuffixTreeMachine(RuleBasedStateMachine):
         """Path drafts from every one- and two-token pattern over the vocabulary, budgets wide open:
         a path draft follows the first child at each node, so an opaque tree's sibling order (ties
         included) shows here, where only ``speculate`` is visible. A token outside the vocabulary
-        leads each context, since the full context is never matched (E2)."""
+        leads each context, since the full context is never matched (E2).
+
+        Then tree drafts from every one-token pattern at each of ``TREE_PROBE_MIN_PROBS``: every
+        branch's parent index and the cut at q = min_token_prob (kept: the cut is q < P) show here
+        (counted in ``tree_probes``, not in ``compared``)."""
         patterns = [[a] for a in range(self.vocab)] + [[a, b] for a in range(self.vocab) for b in range(self.vocab)]
         for pattern in patterns:
             context = [self.vocab + 1, *pattern]
@@ -189,6 +200,16 @@ class SuffixTreeMachine(RuleBasedStateMachine):
                 assert result == results[0], (
                     f"sibling order under {pattern}: {impl.name} drafts {result}, {self.implementations[0].name} {results[0]}"
                 )
+        for token in range(self.vocab):
+            context = [self.vocab + 1, token]
+            for min_prob in TREE_PROBE_MIN_PROBS:
+                results = [pack(tree.speculate(context, 8, 10.0, 0.0, min_prob, True)) for tree in self.trees]
+                self.tree_probes += 1
+                for impl, result in zip(self.implementations[1:], results[1:], strict=True):
+                    assert result == results[0], (
+                        f"tree draft under [{token}] at min_token_prob {min_prob}: {impl.name} drafts {result}, "
+                        f"{self.implementations[0].name} {results[0]}"
+                    )
 
     @rule(data=st.data())
     def bad_input(self, data: st.DataObject) -> None:
