@@ -140,9 +140,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     run ("Defining 'pytest_plugins' in a non-top-level conftest") before any check runs."""
     if not _requested(config) or not collection_path.is_dir():
         return None
-    here = config.invocation_params.dir
-    is_clone = (collection_path / "arctic_ref" / "pytest_plugin.py").is_file() and collection_path != here
-    return True if is_clone and here not in collection_path.parents else None
+    is_clone = (collection_path / "arctic_ref" / "pytest_plugin.py").is_file()
+    return True if is_clone and collection_path != config.invocation_params.dir else None
 
 
 class ArcticRefItem(pytest.Item):

@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
+from arctic_ref.testing.components import drafter, exchange, sampler, suffix_cache, suffix_tree  # noqa: F401
+from arctic_ref.testing.suffix import suffix_contract
+
+# The component modules (and with them torch, torch.distributed's functional collectives and the
+# kit) are imported here, before any inline pytester run: a run's sys.modules snapshot then keeps
+# them, where a module first imported inside a run is dropped after it and imported a second time
+# by the next, which torch's operator registrations refuse.
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bring-your-own"
 FAST = ("-p", "no:cacheprovider", "-o", "addopts=", "--arctic-ref-hypothesis-profile=dev")
@@ -77,6 +84,24 @@ def test_each_broken_variant_fails_on_a_named_check(example: pytest.Pytester) ->
     text = result.stdout.str()
     assert "first difference: step" in text  # the replay gate names the step and the field
     assert "compared:" in text and "replay:" in text
+
+
+@pytest.mark.parametrize(
+    ("option", "check"),
+    [
+        ("--arctic-ref-suffix-cache=byo.broken:make_cache_lru", "cache-machine"),
+        ("--arctic-ref-suffix-tree=byo.broken:make_tree_counting_removed_tail", "tree-machine"),
+    ],
+    ids=["lru-instead-of-fifo", "count-off-by-one-on-removal"],
+)
+def test_the_slow_failures_fail_their_state_machine_with_its_steps(
+    example: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, option: str, check: str
+) -> None:
+    """Derandomized (profile ci), so the failure is found every run; shrinking cut to 5 s here."""
+    monkeypatch.setattr(suffix_contract, "SHRINK_SECONDS", 5.0)
+    result = example.runpytest("-p", "no:cacheprovider", "-o", "addopts=", option, "-k", check)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*first difference: raised AssertionError*", "*state.start*"])
 
 
 def test_k_selects_and_a_passing_check_reports_what_it_compared(pytester: pytest.Pytester) -> None:

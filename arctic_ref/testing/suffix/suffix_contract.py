@@ -8,6 +8,8 @@ from typing import Any
 
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
+from hypothesis.database import InMemoryExampleDatabase
+from hypothesis.errors import Flaky
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from arctic_ref.suffix.cache import SuffixDecodingCache
@@ -51,24 +53,34 @@ SHRINK_SECONDS = 60.0
 
 def machine_verdict(make: Callable[[], Any], profile: settings, what: str, check_id: str) -> Verdict:
     """Run the state machine ``make`` builds under ``profile``. A failure is reported as soon as it
-    is found: the first run does not shrink; a second run (which replays the failure first) shrinks
-    it for at most ``SHRINK_SECONDS``, and the unshrunk example stands if shrinking is cut off."""
+    is found: the first run does not shrink; a second run shrinks it for at most ``SHRINK_SECONDS``,
+    and the unshrunk example stands if shrinking is cut off or Hypothesis finds the rerun flaky.
+    Both runs share a private in-memory example database, so the second starts from the failure
+    and neither writes to the user's ``.hypothesis`` folder."""
     compared = f"{what}, {profile.max_examples} runs of up to {profile.stateful_step_count} steps"
     if profile.derandomize:
         compared += ", derandomized"
-    fast = settings(profile, phases=[p for p in profile.phases if p is not Phase.shrink], report_multiple_bugs=False)
+    examples = InMemoryExampleDatabase()
+    fast = settings(
+        profile,
+        database=examples,
+        phases=[p for p in profile.phases if p is not Phase.shrink],
+        report_multiple_bugs=False,
+    )
     try:
         run_state_machine_as_test(make, settings=fast)  # type: ignore[arg-type]  # any factory works
     except Exception as error:  # the implementation failed (or crashed): that is the verdict
         first = describe_exception(error)
     else:
         return Verdict(passed=True, compared=compared)
-    shrunk = settings(profile, report_multiple_bugs=False)
+    shrunk = settings(profile, database=examples, report_multiple_bugs=False)
     try:
         with time_limit(SHRINK_SECONDS):
             run_state_machine_as_test(make, settings=shrunk)  # type: ignore[arg-type]
     except CheckTimeout:
         detail = f"{first}\n(shrinking stopped after {SHRINK_SECONDS:.0f} s; this is the unshrunk example)"
+    except Flaky as error:  # Hypothesis could not replay it consistently: the first failure stands
+        detail = f"{first}\n(not shrunk: the rerun was flaky, {type(error).__name__})"
     except Exception as error:  # the same failure, shrunk
         detail = describe_exception(error)
     else:

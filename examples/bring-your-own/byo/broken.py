@@ -4,7 +4,13 @@
 - ``make_tree_wrong_tie_break``: a promoted child goes after its equal-count siblings (tree-machine, differential);
 - ``rejection_sample_recovering_from_p``: recovers from p instead of the residual (E8, S3);
 - ``make_drafter_too_long``: ignores max_model_len near the end of a request (bounds);
-- ``make_exchange_permuting_heads``: an all-to-all that permutes head groups (layout-L2, -L3, -L4).
+- ``make_exchange_permuting_heads``: an all-to-all that permutes head groups (layout-L2, -L3, -L4);
+- ``make_cache_lru``: evicts the least recently extended cached response, not the first in (cache-machine);
+- ``make_tree_counting_removed_tail``: after a removal, the removed sequence's last token is still
+  counted once (tree-machine).
+
+The last two, with the wrong tie-break, are the cases whose failing state machines used to shrink
+for minutes (docs/performance.md, "Failing checks").
 """
 
 from collections.abc import Sequence
@@ -92,3 +98,49 @@ class _PermutingExchange(MyExchange):
 
 def make_exchange_permuting_heads() -> MyExchange:
     return _PermutingExchange()
+
+
+class _LruCache(SuffixDecodingCache):
+    """Moves a cached request to the end of the eviction order whenever its response grows."""
+
+    def add_active_response(self, req_id: Any, token_ids: Any) -> None:
+        super().add_active_response(req_id, token_ids)
+        if req_id in self._req_to_seq_id:
+            self._req_to_seq_id[req_id] = self._req_to_seq_id.pop(req_id)
+
+
+def make_cache_lru(max_tree_depth: int = 64, max_cached_requests: int = -1) -> SuffixDecodingCache:
+    return _LruCache(max_tree_depth, max_cached_requests)
+
+
+class _TailCountingTree:
+    """Removing a sequence leaves its last token counted once (as a hidden one-token sequence)."""
+
+    HIDDEN_FROM = 2_000_000_000
+
+    def __init__(self, max_depth: int) -> None:
+        self._inner = SuffixTree(max_depth)
+        self._tails: dict[int, int] = {}
+        self._hidden = 0
+
+    def extend(self, seq_id: int, tokens: Sequence[int]) -> None:
+        self._inner.extend(seq_id, tokens)
+        if len(tokens):
+            self._tails[seq_id] = int(tokens[-1])
+
+    def remove(self, seq_id: int) -> None:
+        self._inner.remove(seq_id)
+        tail = self._tails.pop(seq_id, None)
+        if tail is not None:
+            self._hidden += 1
+            self._inner.extend(self.HIDDEN_FROM + self._hidden, [tail])
+
+    def speculate(self, context: Sequence[int], *args: Any) -> Any:
+        return self._inner.speculate(context, *args)
+
+    def num_seqs(self) -> int:
+        return int(self._inner.num_seqs()) - self._hidden
+
+
+def make_tree_counting_removed_tail(max_depth: int) -> _TailCountingTree:
+    return _TailCountingTree(max_depth)
