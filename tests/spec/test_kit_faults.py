@@ -13,9 +13,10 @@ from typing import Any
 import torch
 
 import arctic_ref
-from arctic_ref.spec import INTENDED, MAX_SPEC_LEN, VLLM_0_9_2, rejection_sample
+from arctic_ref.spec import INTENDED, MAX_SPEC_LEN, VLLM_0_9_2, rejection_sample, rejection_sample_with_noise
 from arctic_ref.spec.loop import INTENDED_LOOP, LoopRules, sample_with_rules
 from arctic_ref.spec.metadata import SamplingMetadata
+from arctic_ref.spec.noise import RejectionNoise
 from arctic_ref.spec.profile import SamplerProfile
 from arctic_ref.spec.sampling import (
     apply_temperature,
@@ -31,6 +32,9 @@ from arctic_ref.testing.rejection.exact import (
     _e15_errors,
     _e17_masks,
     _Tally,
+    expected_output,
+    predict_seeded_noise,
+    seeded_rows,
 )
 from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
 from arctic_ref.testing.rejection.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
@@ -314,3 +318,52 @@ def test_e17_probes_the_candidates_own_masks() -> None:
     for candidate in ours:
         result = _e17(candidate)
         assert result.status is CheckStatus.PASS, result
+
+
+def _draw_noise_exponentials_first(args: tuple[Any, ...], profile: SamplerProfile) -> RejectionNoise | None:
+    """``draw_noise`` with one step swapped: a seeded random row draws its V exponentials before its
+    nᵢ uniforms (docs/verification.md §2.1 has N2 before N4). The same draws, so the same final states."""
+    counts, logits, meta = args[1], args[5], args[7]
+    if meta.all_greedy:
+        return None
+    greedy = meta.is_greedy(len(counts), logits.device).tolist()
+    uniforms = torch.rand(sum(counts), dtype=profile.uniform_dtype)
+    exponentials = torch.empty(len(counts), logits.shape[1], dtype=torch.float32).exponential_()
+    start = 0
+    for i, n in enumerate(counts):
+        generator = meta.generators.get(i)
+        if generator is not None and not greedy[i] and n > 0:
+            exponentials[i].exponential_(generator=generator)
+            uniforms[start : start + n].uniform_(generator=generator)
+        start += n
+    return RejectionNoise(uniforms=uniforms, exponentials=exponentials)
+
+
+def _exponentials_first(*args: Any) -> torch.Tensor:
+    """Our sampler whose seeded rows draw their exponentials before their uniforms."""
+    return rejection_sample_with_noise(*args, _draw_noise_exponentials_first(args, INTENDED))
+
+
+def test_rng_order_and_e12_catch_exponentials_drawn_before_uniforms() -> None:
+    """Before: RNG-ORDER and E12 compared only final generator states, which the swapped order leaves
+    unchanged, so they passed; only E8 caught it. Now both also check the seeded rows' output against
+    the draws predicted on clones in vLLM's order (docs/verification.md §2.3)."""
+    report = check_rejection_sampler(_exponentials_first, level="quick", statistics=False)
+    failed = {c.id: c for c in report.checks if c.status is CheckStatus.FAIL}
+    assert {"RNG-ORDER", "E12", "E8"} <= set(failed), report.to_markdown()
+    for check_id in ("RNG-ORDER", "E12"):
+        assert "exponentials before" in failed[check_id].counterexample, failed[check_id].counterexample
+
+
+def test_the_draw_order_checks_are_not_vacuous() -> None:
+    """On the corpus cases RNG-ORDER and E12 use, the two draw orders predict different rows often."""
+    rng = random.Random(0)
+    distinguished = 0
+    for _ in range(200):
+        case = random_case(rng, seeded=True)
+        vllm_order, swapped = (
+            expected_output(case, predict_seeded_noise(case, INTENDED, exponentials_first=first), INTENDED)
+            for first in (False, True)
+        )
+        distinguished += sum(1 for i in seeded_rows(case) if not torch.equal(vllm_order[i], swapped[i]))
+    assert distinguished >= 100, distinguished

@@ -74,11 +74,73 @@ class Candidate:
         for i, g in predicted_meta.generators.items():
             if not torch.equal(g.get_state(), meta_after.generators[i].get_state()):
                 problem = f"request {i}'s generator advanced differently from docs/verification.md §2.1"
-        return actual, expected_output(case, noise, self.profile), args, problem
+        expected = expected_output(case, noise, self.profile)
+        # The same number of draws in another order leaves the same final states: the rows tell.
+        problem = problem or draw_order_problem(case, actual, self.profile, every_row=False, in_order=expected)
+        return actual, expected, args, problem
 
 
 def expected_output(case: RejectionCase, noise: RejectionNoise | None, profile: SamplerProfile) -> Tensor:
     return rejection_sample_with_noise(*case.args(), noise, profile=profile)
+
+
+def seeded_rows(case: RejectionCase) -> list[int]:
+    """The requests whose output rests on their own generator's draws: random, seeded, nᵢ > 0."""
+    greedy = case.greedy
+    return [i for i in sorted(case.sampling_metadata.generators) if not greedy[i] and case.num_draft_tokens[i] > 0]
+
+
+def predict_seeded_noise(
+    case: RejectionCase, profile: SamplerProfile, *, exponentials_first: bool = False
+) -> RejectionNoise:
+    """u and E of the seeded rows, drawn on clones of their generators in docs/verification.md §2.1's
+    order (nᵢ uniforms, then V exponentials), or, with ``exponentials_first``, in the swapped order.
+    Other rows get u = 0.5 and E = 1 (their output does not depend on these); no global draw."""
+    uniforms = torch.full((sum(case.num_draft_tokens),), 0.5, dtype=profile.uniform_dtype)
+    exponentials = torch.ones(len(case.num_draft_tokens), case.vocab, dtype=torch.float32)
+    starts = [0, *accumulate(case.num_draft_tokens)]
+    generators = clone_generators(case.sampling_metadata).generators
+    for i in seeded_rows(case):
+        g = generators[i]
+        u = uniforms[starts[i] : starts[i + 1]]
+        if exponentials_first:
+            exponentials[i].exponential_(generator=g)
+            u.uniform_(generator=g)
+        else:
+            u.uniform_(generator=g)
+            exponentials[i].exponential_(generator=g)
+    return RejectionNoise(uniforms=uniforms, exponentials=exponentials)
+
+
+def draw_order_problem(
+    case: RejectionCase, out: Tensor, profile: SamplerProfile, *, every_row: bool, in_order: Tensor | None = None
+) -> str:
+    """ "" when every seeded row of ``out`` (``seeded_rows``) equals what its generator's draws predict
+    in docs/verification.md §2.1's order (nᵢ uniforms, then V exponentials; the output identity of
+    §2.3), else the first row that does not, saying whether it is what the swapped order predicts.
+    Without ``every_row`` only rows whose output tells the two orders apart are compared.
+    ``in_order``: that prediction when the caller has it (seeded rows of any route-B expectation)."""
+    rows = seeded_rows(case)
+    if not rows or not isinstance(out, Tensor) or out.dim() != 2 or out.shape[0] != len(case.num_draft_tokens):
+        return ""  # nothing seeded, or a malformed output (the layout checks report that)
+    if in_order is None:
+        in_order = expected_output(case, predict_seeded_noise(case, profile), profile)
+    got = out.cpu().to(torch.int32)
+    if got.shape != in_order.shape or all(torch.equal(got[i], in_order[i]) for i in rows):
+        return ""
+    swapped = expected_output(case, predict_seeded_noise(case, profile, exponentials_first=True), profile)
+    for i in rows:
+        if torch.equal(got[i], in_order[i]) or (not every_row and torch.equal(in_order[i], swapped[i])):
+            continue
+        n = case.num_draft_tokens[i]
+        expected = f"vLLM's order ({n} uniforms, then {case.vocab} exponentials) predicts {in_order[i].tolist()}"
+        if torch.equal(got[i], swapped[i]):
+            return (
+                f"request {i} drew its exponentials before its uniforms: its row {got[i].tolist()} is what that "
+                f"order predicts; {expected} (docs/verification.md §2.1)"
+            )
+        return f"request {i}'s row {got[i].tolist()} is not what its generator's draws predict: {expected}"
+    return ""
 
 
 def layout_problem(case: RejectionCase, out: Tensor) -> tuple[str, str]:
@@ -414,12 +476,14 @@ def _e11_generators(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None
 
 
 def _e12_identity(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
-    """A seeded random row with nᵢ > 0 consumes exactly nᵢ uniforms then V exponentials."""
+    """docs/verification.md §2.3: a seeded random row with nᵢ > 0 consumes exactly nᵢ uniforms then V
+    exponentials (final states, on a clone), and its output is what those draws predict."""
     for _ in range(n):
         case = random_case(rng, greedy_temperature=c.greedy_temperature, seeded=True)
-        _, args = c.call(case)
+        out, args = c.call(case)
         meta = args[7]
         assert isinstance(meta, SamplingMetadata)
+        problem = ""
         for i, g in case.sampling_metadata.generators.items():
             clone = torch.Generator().manual_seed(0)
             clone.set_state(g.get_state())
@@ -427,10 +491,9 @@ def _e12_identity(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
                 torch.rand(case.num_draft_tokens[i], dtype=c.profile.uniform_dtype, generator=clone)
                 torch.empty(case.vocab, dtype=torch.float32).exponential_(generator=clone)
             if not torch.equal(clone.get_state(), meta.generators[i].get_state()):
-                t.record("E12", f"request {i} (n={case.num_draft_tokens[i]}) consumed a different number of draws")
+                problem = f"request {i} (n={case.num_draft_tokens[i]}) consumed a different number of draws"
                 break
-        else:
-            t.record("E12", "")
+        t.record("E12", problem or draw_order_problem(case, out, c.profile, every_row=True), _describer(case))
 
 
 def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
