@@ -21,6 +21,7 @@ FLAGS = {  # (frozen, slots, every field keyword-only)
     "arctic_ref.spec.drafts.SuffixQuery": (True, True, True),
     "arctic_ref.spec.drafts.DraftRules": (True, True, True),
     "arctic_ref.spec.drafts.DraftStats": (False, True, True),  # an accumulator
+    "arctic_ref.spec.loop.LoopRules": (True, True, True),
     "arctic_ref.spec.metadata.SamplingMetadata": (True, True, True),
     "arctic_ref.spec.metadata.SpecDecodeMetadata": (True, True, True),
     "arctic_ref.spec.noise.RejectionNoise": (True, True, True),
