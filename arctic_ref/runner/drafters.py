@@ -4,9 +4,9 @@ n-gram (vLLM 0.9.x), and two test drafters for ``check`` — an oracle that know
 and junk. Every drafter sees the same rows on every rank and makes no collective call."""
 
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Self, runtime_checkable
+from typing import Final, Literal, Protocol, Self, runtime_checkable
 
 import torch
 from jaxtyping import Float
@@ -109,6 +109,11 @@ def ngram_draft_longest(tokens: Sequence[int], k: int, min_n: int, max_n: int) -
 
 
 NgramRule = Literal["vllm-0.9", "vllm-0.10.1"]
+NGRAM_RULES: Final[dict[NgramRule, Callable[[Sequence[int], int, int, int], list[int]]]] = {
+    "vllm-0.9": ngram_draft,
+    "vllm-0.10.1": ngram_draft_longest,
+}
+"""The matching rule of each ``NgramDrafter.rule``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +137,9 @@ class NgramDrafter:
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
         if batch_gate_fires(len(rows), self.disable_by_batch_size):
             return [[] for _ in rows]
+        draft = NGRAM_RULES[self.rule]
         return [
-            ngram_draft(
-                row.token_ids, min(self.num_spec_tokens, self.max_model_len - row.num_tokens), self.min_n, self.max_n
-            )
+            draft(row.token_ids, min(self.num_spec_tokens, self.max_model_len - row.num_tokens), self.min_n, self.max_n)
             if row.sampled
             else []
             for row in rows

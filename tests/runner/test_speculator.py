@@ -5,6 +5,7 @@ seed's bugs as fixtures that the tests catch, and lossless greedy output with ev
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from arctic_ref.model.config import tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
-from arctic_ref.runner.drafters import NgramDrafter, SpeculatorDrafter, ngram_draft, ngram_draft_longest
+from arctic_ref.runner.drafters import NgramDrafter, NgramRule, SpeculatorDrafter, ngram_draft, ngram_draft_longest
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.speculator import (
     ArcticSpeculator,
@@ -256,3 +257,20 @@ def test_hybrid_rule_is_per_row_and_as_specified(
     seed = _hybrid(suffix, model, k, replay_by_id("B2").rules)
     if any(took) and any(m for m, t in zip(model, took, strict=True) if not t):
         assert seed != out  # the replay is caught by this property
+
+
+@pytest.mark.parametrize(("rule", "expected"), [("vllm-0.9", []), ("vllm-0.10.1", [1])])
+def test_the_ngram_drafter_follows_its_rule(rule: NgramRule, expected: list[int]) -> None:
+    """On [5, 1, 1, 1] with n = 2 the rules differ: 0.9.x forbids the match to overlap the suffix
+    (j ≤ N − 2n), ≥ 0.10.1 allows it (j ≤ N − n − 1) and drafts the 1 after [1, 1] at j = 1."""
+    drafter = NgramDrafter(1024, 3, min_n=2, max_n=2, rule=rule)
+    row = DraftRow(req_id="r", token_ids=[5, 1, 1, 1], num_prompt_tokens=4, sampled=[1])
+    assert drafter.propose([row]) == [expected]
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=24), st.sampled_from(get_args(NgramRule)))
+def test_the_ngram_drafter_is_its_rules_function(tokens: list[int], rule: NgramRule) -> None:
+    drafter = NgramDrafter(1024, 3, min_n=1, max_n=3, rule=rule)
+    row = DraftRow(req_id="r", token_ids=tokens, num_prompt_tokens=1, sampled=tokens[-1:])
+    draft = {"vllm-0.9": ngram_draft, "vllm-0.10.1": ngram_draft_longest}[rule](tokens, 3, 1, 3)
+    assert drafter.propose([row]) == [draft]
