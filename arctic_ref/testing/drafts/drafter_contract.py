@@ -83,7 +83,9 @@ def drafter_bounds(make: Callable[[int], Drafter | HiddenStateDrafter], *, steps
                 replay=f"drafter_bounds(make, seed={seed}), step {step}",
             )
     return Verdict(
-        passed=True, compared=f"drafts of {steps} seeded steps (1-6 rows, partial prefills, M = {max_model_len})"
+        passed=True,
+        compared=f"drafts of {steps} seeded steps (1-6 rows, partial prefills, M = {max_model_len})",
+        count=steps,
     )
 
 
@@ -117,4 +119,4 @@ def drafter_lossless(make: Callable[[int], Drafter | HiddenStateDrafter], budget
                 compared=compared,
                 detail=f"prompt {i}, token {at}: without drafts {list(a.output_token_ids)} vs with {list(b.output_token_ids)}",
             )
-    return Verdict(passed=True, compared=compared)
+    return Verdict(passed=True, compared=compared, count=sum(len(r.output_token_ids) for r in mine))

@@ -99,6 +99,7 @@ def examples_verdict(examples: tuple[Callable[[Any], str], ...], make: Any) -> V
     problems = run_examples(examples, make)
     return Verdict(
         passed=not problems,
+        count=len(examples),
         compared=f"{len(examples)} worked examples of docs/suffix-decoding.md",
         detail="; ".join(problems),
         replay="arctic_ref.testing.suffix.examples.<name>(your factory)",
@@ -134,6 +135,7 @@ def _bad_input_verdict(rows: list[tuple[str, str, str]], total: int, strict: boo
     return Verdict(
         passed=not unexplained and (not known or not strict),
         compared=f"{total} rejected inputs on {what}: each must raise ValueError or TypeError and change nothing",
+        count=total,
         detail=detail,
         known_difference=", ".join(known),
     )
@@ -211,7 +213,11 @@ def cache_replay(make_cache: Callable[[int, int], Any], *, requests: int = 30, t
             compared="number of speculate calls in the code-edit replay",
             detail=f"arctic_ref made {len(ours.drafts)}, yours {len(theirs.drafts)}",
         )
-    return Verdict(passed=True, compared=f"{len(ours.drafts)} drafts of the code-edit replay ({requests} requests)")
+    return Verdict(
+        passed=True,
+        compared=f"{len(ours.drafts)} drafts of the code-edit replay ({requests} requests)",
+        count=len(ours.drafts),
+    )
 
 
 def _cache_state(cache: Any) -> tuple[object, ...]:
