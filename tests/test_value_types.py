@@ -1,5 +1,5 @@
 """Values that cross a boundary are frozen dataclasses (STYLE.md §4). The table pins each dataclass of
-the mutated packages (suffix, spec, parallel) to its declared flags — frozen, slotted, keyword-only —
+the mutated packages (suffix, spec, parallel, and the runner's drafters) to its declared flags — frozen, slotted, keyword-only —
 so that loosening one is a deliberate edit here; the mutable ones are the upstream-shaped drafts and
 the accumulators a run fills in."""
 
@@ -42,7 +42,16 @@ FLAGS = {  # (frozen, slots, every field keyword-only)
     "arctic_ref.parallel.plan.ModeGroups": (True, True, True),
     "arctic_ref.parallel.plan.StepPlan": (True, True, True),
     "arctic_ref.parallel.ulysses.UlyssesExchange": (True, True, True),
+    "arctic_ref.runner.drafters.NoDrafter": (True, True, True),
+    "arctic_ref.runner.drafters.SuffixDrafter": (False, True, False),  # owns its suffix cache
+    "arctic_ref.runner.drafters.NgramDrafter": (True, True, False),
+    "arctic_ref.runner.drafters.OracleDrafter": (True, True, False),
+    "arctic_ref.runner.drafters.JunkDrafter": (False, True, False),  # owns its random stream
+    "arctic_ref.runner.drafters.HiddenRowProposer": (True, True, False),
+    "arctic_ref.runner.drafters.SpeculatorDrafter": (False, True, False),  # owns its suffix cache
 }
+MODULES = ("arctic_ref.runner.drafters",)
+"""Mutated modules outside the three packages."""
 
 
 def _dataclasses() -> dict[str, type]:
@@ -54,6 +63,11 @@ def _dataclasses() -> dict[str, type]:
             for name, obj in vars(module).items():
                 if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == info.name:
                     found[f"{info.name}.{name}"] = obj
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for attr, obj in vars(module).items():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == name:
+                found[f"{name}.{attr}"] = obj
     return found
 
 
