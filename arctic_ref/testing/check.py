@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -77,6 +77,18 @@ class Check:
     @property
     def label(self) -> str:
         return self.title or f"{self.component} {self.id}"
+
+
+CheckRow = tuple[str, str, str, Callable[[], Verdict]]
+"""(id, the report's title, what passing proves, run): one of arctic_ref's own checks as a table row."""
+
+
+def checks_from_rows(component: Component, rows: Sequence[CheckRow]) -> list[Check]:
+    """A component's table of checks of arctic_ref's own implementation, as ``Check`` values."""
+    return [
+        Check(component=component, id=check_id, title=title, meaning=meaning, run=run)
+        for check_id, title, meaning, run in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, SuffixDrafter
-from arctic_ref.testing.check import Check, Verdict
+from arctic_ref.testing.check import Check, CheckRow, checks_from_rows
 from arctic_ref.testing.drafts.draft_batteries import (
     draft_replays_in_runner,
     draft_selection,
@@ -73,7 +73,7 @@ def _contract(make: DrafterFactory) -> list[Check]:
 
 
 def _reference() -> list[Check]:
-    rows: list[tuple[str, str, str, Callable[[], Verdict]]] = [
+    rows: list[CheckRow] = [
         (
             "draft-selection",
             "draft selection and bug replays (B1-B4, AI-16, AI-17)",
@@ -99,7 +99,4 @@ def _reference() -> list[Check]:
             speculator_checks,
         ),
     ]
-    return [
-        Check(component="drafter", id=check_id, title=title, meaning=meaning, run=run)
-        for check_id, title, meaning, run in rows
-    ]
+    return checks_from_rows("drafter", rows)

@@ -7,7 +7,6 @@ volumes, speculative losslessness), which includes those layouts with our exchan
 the checks of arctic_ref's parallel tables: groups, the KV-head theorem, CUDA-graph tables, padding."""
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 
 from arctic_ref.check_options import Backend, CheckOptions
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
-from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
+from arctic_ref.testing.check import Check, CheckRow, RunFailed, SharedRun, Verdict, checks_from_rows
 from arctic_ref.testing.layouts.layout_batteries import (
     cudagraph_tables,
     kv_heads_theorem,
@@ -107,7 +106,7 @@ def exchange_checks(value: str | None, options: CheckOptions) -> list[Check]:
 
 
 def _tables() -> list[Check]:
-    rows: list[tuple[str, str, str, Callable[[], Verdict]]] = [
+    rows: list[CheckRow] = [
         (
             "layout",
             "layout: group tables S·T ≤ 16, messages V1-V10",
@@ -133,10 +132,7 @@ def _tables() -> list[Check]:
             padding_neutral,
         ),
     ]
-    return [
-        Check(component="exchange", id=check_id, title=title, meaning=meaning, run=run)
-        for check_id, title, meaning, run in rows
-    ]
+    return checks_from_rows("exchange", rows)
 
 
 MATRIX_ROWS: Final = (

@@ -14,10 +14,7 @@ Categories (``CATEGORIES``):
 
 from typing import Final
 
-from arctic_ref.check_options import SAMPLER_CATEGORIES, SamplerCategory
-
-Category = SamplerCategory
-ALL_CATEGORIES: Final[tuple[Category, ...]] = SAMPLER_CATEGORIES
+from arctic_ref.check_options import SamplerCategory
 
 MEANINGS: Final[dict[str, str]] = {
     "E1": "output shape [B, max_spec_len+1], int32, on the logits' device",
@@ -55,7 +52,7 @@ MEANINGS: Final[dict[str, str]] = {
 }
 
 STRICT_IDS: Final = frozenset({"E15-SHAPES", "E15-FLAGS", "E15-NAN"})
-CATEGORIES: Final[dict[str, Category]] = {
+CATEGORIES: Final[dict[str, SamplerCategory]] = {
     check_id: "strict" if check_id in STRICT_IDS else "semantics" for check_id in MEANINGS
 }
 """Every sampler check's category (see the module docstring)."""

@@ -15,10 +15,11 @@ from typing import Literal, Protocol
 import torch
 from torch import Tensor
 
+from arctic_ref.check_options import SAMPLER_CATEGORIES, SamplerCategory
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
-from arctic_ref.testing.rejection.check_ids import ALL_CATEGORIES, CATEGORIES, Category
+from arctic_ref.testing.rejection.check_ids import CATEGORIES
 from arctic_ref.testing.rejection.exact import Candidate, exact_checks
 from arctic_ref.testing.rejection.report import (
     KNOWN_DIFFERENCE_OF_CHECK,
@@ -52,7 +53,7 @@ def check_rejection_sampler(
     seed: int = 0,
     name: str | None = None,
     statistics: bool = True,
-    categories: Collection[Category] = ALL_CATEGORIES,
+    categories: Collection[SamplerCategory] = SAMPLER_CATEGORIES,
 ) -> ConformanceReport:
     """Every exact check (E1–E18, E20, RNG-ORDER) and, unless ``statistics=False``, S1–S5. Checks
     of a category not in ``categories`` (check_ids.py: ``"semantics"``, ``"strict"``) are reported

@@ -113,34 +113,31 @@ def make_cache_lru(max_tree_depth: int = 64, max_cached_requests: int = -1) -> S
     return _LruCache(max_tree_depth, max_cached_requests)
 
 
-class _TailCountingTree:
+class _TailCountingTree(OpaqueTree):
     """Removing a sequence leaves its last token counted once (as a hidden one-token sequence)."""
 
     HIDDEN_FROM = 2_000_000_000
 
     def __init__(self, max_depth: int) -> None:
-        self._inner = SuffixTree(max_depth)
+        super().__init__(SuffixTree(max_depth))
         self._tails: dict[int, int] = {}
         self._hidden = 0
 
     def extend(self, seq_id: int, tokens: Sequence[int]) -> None:
-        self._inner.extend(seq_id, tokens)
+        super().extend(seq_id, tokens)
         if len(tokens):
             self._tails[seq_id] = int(tokens[-1])
 
     def remove(self, seq_id: int) -> None:
-        self._inner.remove(seq_id)
+        super().remove(seq_id)
         tail = self._tails.pop(seq_id, None)
         if tail is not None:
             self._hidden += 1
-            self._inner.extend(self.HIDDEN_FROM + self._hidden, [tail])
-
-    def speculate(self, context: Sequence[int], *args: Any) -> Any:
-        return self._inner.speculate(context, *args)
+            super().extend(self.HIDDEN_FROM + self._hidden, [tail])
 
     def num_seqs(self) -> int:
-        return int(self._inner.num_seqs()) - self._hidden
+        return super().num_seqs() - self._hidden
 
 
-def make_tree_counting_removed_tail(max_depth: int) -> _TailCountingTree:
+def make_tree_counting_removed_tail(max_depth: int) -> OpaqueTree:
     return _TailCountingTree(max_depth)
