@@ -20,6 +20,7 @@ from arctic_ref.spec.drafts import (
     DraftRules,
     DraftStats,
     batch_gate_fires,
+    check_suffix_k,
     new_suffix_cache,
     propose_draft_token_ids,
     suffix_config,
@@ -65,6 +66,7 @@ class SuffixDrafter:
     def __post_init__(self) -> None:
         if self.config.method != "suffix":
             raise ValueError(f"SuffixDrafter needs method 'suffix', got {self.config.method!r}")
+        check_suffix_k(self.config)
         self.cache = new_suffix_cache(self.config)
 
     @classmethod
@@ -119,13 +121,18 @@ NGRAM_RULES: Final[dict[NgramRule, Callable[[Sequence[int], int, int, int], list
 @dataclass(frozen=True, slots=True)
 class NgramDrafter:
     """vLLM's ``NgramProposer``, rule 0.9.x (default, docs/runner.md §2.3) or ≥ 0.10.1;
-    k = min(num_spec_tokens, M − N)."""
+    k = min(num_spec_tokens, M − N). ``arctic_ref.runner.vllm_drafting`` builds vLLM 0.32's n-gram
+    drafter from a ``speculative_config`` dict instead."""
 
     max_model_len: int
     num_spec_tokens: int = 3
+    """The runner's k (vLLM has no default: ``num_speculative_tokens`` is required for "ngram")."""
     min_n: int = 5
     max_n: int = 5
+    """vLLM's ``prompt_lookup_min`` / ``prompt_lookup_max`` when neither is given (5 and 5)."""
     disable_by_batch_size: int | None = None
+    """Off, as in vLLM: 0.9.x's ``SpeculativeConfig.disable_by_batch_size`` defaults to None and its V1
+    n-gram proposer never reads it (vLLM PR #15361); 0.32 has no such key. An opt-in gate of ours."""
     rule: NgramRule = "vllm-0.9"
 
     def __post_init__(self) -> None:

@@ -44,24 +44,45 @@ class DraftRow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DraftConfig:
-    """The seed's speculative configuration (``arctic_inference/vllm/config.py``)."""
+    """The seed's speculative configuration (``arctic_inference/vllm/config.py``,
+    ``ArcticSpeculativeConfig``), validated once.
+
+    Two knobs are easy to confuse. ``num_speculative_tokens`` (k) is the Arctic speculator's draft
+    length and the hybrid's selection threshold (D5, D6). For ``method="suffix"`` the seed overwrites it
+    with ``suffix_cache_max_depth`` and nothing reads it, so ``check_suffix_k`` refuses any other value
+    wherever such a config would draft (``propose_draft_token_ids``, the runner's ``SuffixDrafter``).
+    What caps a suffix draft, and what vLLM's own ``num_speculative_tokens`` means for suffix
+    decoding, is ``suffix_max_spec_tokens`` (``arctic_ref.runner.vllm_drafting`` builds vLLM's
+    semantics). The check is not in ``__post_init__`` so that a drafter that refuses a suffix config
+    outright still says why (tests/runner/test_drafting.py)."""
 
     method: Method
     num_speculative_tokens: int
-    """k; for "suffix" the seed uses ``suffix_cache_max_depth``."""
+    """k: the Arctic speculator's draft length and the hybrid's threshold. For "suffix" it must equal
+    ``suffix_cache_max_depth`` (the seed sets k = D; ``check_suffix_k``) and caps nothing: set
+    ``suffix_max_spec_tokens``."""
     max_model_len: int
     """M."""
     enable_suffix_decoding: bool = False
     """Hybrid: suffix decoding beside the Arctic speculator (always on for "suffix")."""
     disable_by_batch_size: int | None = 64
+    """D1's gate. 64 is the value every ArcticInference example and test configuration passes for
+    "arctic" and "suffix" (README, tests/): the seed's ``ArcticSpeculativeConfig`` itself inherits
+    vLLM 0.9's dataclass default, None (off). None or 0 turns the gate off."""
     suffix_cache_max_depth: int = 64
+    """D, the suffix trees' depth (the seed's default)."""
     suffix_max_spec_factor: float = 1.0
     suffix_max_spec_offset: float = 0.0
     suffix_min_token_prob: float = 0.1
     suffix_max_spec_tokens: int = MAX_SPEC_LEN
-    """docs/runner.md §2.2 item 3 caps a suffix draft at ``suffix_max_spec_tokens`` (default 32, the
+    """The cap on a suffix draft: what vLLM calls ``num_speculative_tokens`` for suffix decoding.
+    docs/runner.md §2.2 item 3 caps a suffix draft at ``suffix_max_spec_tokens`` (default 32, the
     runner's ``--num-spec-tokens`` for suffix decoding); docs/verification.md §4 D3 has no such cap. The
     default, MAX_SPEC_LEN, makes the two documents agree, so D3 is this rule at its default."""
+    max_cached_requests: int = 100_000
+    """How many responses the global suffix tree keeps (FIFO eviction; 0 keeps none). 100,000 is the
+    seed's (docs/runner.md §2.1); vLLM 0.32's ``suffix_decoding_max_cached_requests`` defaults to
+    10,000."""
 
     def __post_init__(self) -> None:
         if self.method not in ("suffix", "arctic", "mlp_speculator"):
@@ -73,6 +94,8 @@ class DraftConfig:
             )
         if not 1 <= self.suffix_max_spec_tokens <= MAX_SPEC_LEN:
             raise ValueError(f"suffix_max_spec_tokens({self.suffix_max_spec_tokens}) must be in [1, {MAX_SPEC_LEN}]")
+        if self.max_cached_requests < 0:
+            raise ValueError(f"max_cached_requests({self.max_cached_requests}) must be >= 0")
 
     @property
     def uses_suffix(self) -> bool:
@@ -81,6 +104,18 @@ class DraftConfig:
     @property
     def uses_arctic(self) -> bool:
         return self.method != "suffix"
+
+
+def check_suffix_k(config: DraftConfig) -> None:
+    """For "suffix", k must be D, as the seed sets it: a k meant as a cap on suffix drafts (vLLM's
+    meaning) would otherwise be ignored and give ``suffix_max_spec_tokens``-token drafts."""
+    if config.method == "suffix" and config.num_speculative_tokens != config.suffix_cache_max_depth:
+        raise ValueError(
+            f"method 'suffix' takes num_speculative_tokens({config.num_speculative_tokens}) == "
+            f"suffix_cache_max_depth({config.suffix_cache_max_depth}), as the seed sets it; it caps nothing: "
+            f"the suffix draft cap (vLLM's num_speculative_tokens) is suffix_max_spec_tokens"
+            f"({config.suffix_max_spec_tokens})"
+        )
 
 
 @runtime_checkable
@@ -194,9 +229,9 @@ def update_suffix_cache(
 
 
 def new_suffix_cache(config: DraftConfig) -> SuffixDecodingCache:
-    """An empty cache as the seed builds it: D = ``suffix_cache_max_depth``, 100,000 cached
-    requests (docs/runner.md §2.1)."""
-    return SuffixDecodingCache(config.suffix_cache_max_depth, 100_000)
+    """An empty cache as the seed builds it: D = ``suffix_cache_max_depth``, at most
+    ``max_cached_requests`` cached responses (100,000 by default: docs/runner.md §2.1)."""
+    return SuffixDecodingCache(config.suffix_cache_max_depth, config.max_cached_requests)
 
 
 def batch_gate_fires(num_rows: int, disable_by_batch_size: int | None) -> bool:
@@ -234,6 +269,7 @@ def propose_draft_token_ids(
     stats: DraftStats | None = None,
 ) -> list[list[int]]:
     """Update the suffix cache (every step, also when the gate fires), then choose per row."""
+    check_suffix_k(config)
     if config.uses_suffix and suffix_cache is None:
         raise ValueError(f"method {config.method!r} with suffix decoding needs a suffix_cache")
     if config.uses_arctic and arctic_drafter is None:

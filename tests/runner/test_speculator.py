@@ -17,7 +17,14 @@ from arctic_ref.model.config import tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
-from arctic_ref.runner.drafters import NgramDrafter, NgramRule, SpeculatorDrafter, ngram_draft, ngram_draft_longest
+from arctic_ref.runner.drafters import (
+    NgramDrafter,
+    NgramRule,
+    SpeculatorDrafter,
+    SuffixDrafter,
+    ngram_draft,
+    ngram_draft_longest,
+)
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.speculator import (
     ArcticSpeculator,
@@ -274,3 +281,59 @@ def test_the_ngram_drafter_is_its_rules_function(tokens: list[int], rule: NgramR
     row = DraftRow(req_id="r", token_ids=tokens, num_prompt_tokens=1, sampled=tokens[-1:])
     draft = {"vllm-0.9": ngram_draft, "vllm-0.10.1": ngram_draft_longest}[rule](tokens, 3, 1, 3)
     assert drafter.propose([row]) == [draft]
+
+
+def test_the_suffix_drafter_refuses_a_k_that_caps_nothing() -> None:
+    """For "suffix" the seed sets k = D and the draft cap is ``suffix_max_spec_tokens`` (vLLM's
+    ``num_speculative_tokens``): a k of 8 used to build a drafter of 32-token drafts. Before: no error."""
+    with pytest.raises(ValueError, match=r"num_speculative_tokens\(8\) == suffix_cache_max_depth\(64\)"):
+        SuffixDrafter(DraftConfig(method="suffix", num_speculative_tokens=8, max_model_len=100))
+    built = SuffixDrafter.build(100, 8)
+    assert (built.config.num_speculative_tokens, built.config.suffix_max_spec_tokens) == (64, 8)
+    assert (built.cache.max_tree_depth, built.cache.max_cached_requests) == (64, 100_000)
+
+
+def test_ngram_drafter_defaults() -> None:
+    """k = 3 (the runner's; vLLM requires one), n in [5, 5] (vLLM's window when neither bound is given),
+    no batch gate (vLLM's n-gram proposer has none) and the 0.9.x rule (docs/runner.md §2.3)."""
+    drafter = NgramDrafter(100)
+    assert (drafter.num_spec_tokens, drafter.min_n, drafter.max_n) == (3, 5, 5)
+    assert (drafter.disable_by_batch_size, drafter.rule) == (None, "vllm-0.9")
+    row = DraftRow(req_id="r", token_ids=[1, 2, 3, 4, 5, 9, 1, 2, 3, 4, 5], num_prompt_tokens=11, sampled=[5])
+    assert drafter.propose([row] * 100) == [[9, 1, 2]] * 100  # no gate at 100 rows
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"min_n": 0}, r"min_n\(0\)"),
+        ({"min_n": 3, "max_n": 2}, r"min_n\(3\) <= max_n\(2\)"),
+        ({"num_spec_tokens": 0}, r"num_spec_tokens\(0\)"),
+        ({"num_spec_tokens": 33}, r"num_spec_tokens\(33\)"),
+    ],
+)
+def test_ngram_drafter_rejects(kwargs: dict[str, int], message: str) -> None:
+    NgramDrafter(100, num_spec_tokens=1, min_n=1, max_n=1)
+    NgramDrafter(100, num_spec_tokens=32, min_n=2, max_n=2)
+    with pytest.raises(ValueError, match=message):
+        NgramDrafter(100, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("n", "expected"), [(8, [4, 1]), (9, [4]), (10, [])])
+def test_ngram_drafter_cuts_k_at_the_model_length(n: int, expected: list[int]) -> None:
+    """k = min(num_spec_tokens, M − N): at M = 10 the draft may end exactly at M."""
+    tokens = [1, 2, 3, 4, 1, 2, 3, 4, 1, 2][:n]
+    tokens[-2:] = [2, 3]
+    drafter = NgramDrafter(10, 3, min_n=2, max_n=2)
+    row = DraftRow(req_id="r", token_ids=tokens, num_prompt_tokens=n, sampled=[3])
+    assert drafter.propose([row, DraftRow(req_id="p", token_ids=tokens, num_prompt_tokens=n, sampled=[])]) == [
+        expected,
+        [],
+    ]
+
+
+def test_ngram_drafter_gate_fires_above_its_size() -> None:
+    drafter = NgramDrafter(100, 2, min_n=1, max_n=1, disable_by_batch_size=2)
+    row = DraftRow(req_id="r", token_ids=[1, 2, 1], num_prompt_tokens=3, sampled=[1])
+    assert drafter.propose([row, row]) == [[2, 1], [2, 1]]
+    assert drafter.propose([row, row, row]) == [[], [], []]

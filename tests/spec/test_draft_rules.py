@@ -14,6 +14,7 @@ from arctic_ref.spec.drafts import (
     arctic_config,
     arctic_drafts,
     batch_gate_fires,
+    check_suffix_k,
     new_suffix_cache,
     propose_draft_token_ids,
     suffix_config,
@@ -43,9 +44,53 @@ def test_each_config_rule_alone_rejects(changes: dict[str, int], message: str) -
 
 def test_the_smallest_and_largest_valid_configs() -> None:
     DraftConfig(
-        method="arctic", num_speculative_tokens=0, max_model_len=1, suffix_cache_max_depth=1, suffix_max_spec_tokens=1
+        method="arctic",
+        num_speculative_tokens=0,
+        max_model_len=1,
+        suffix_cache_max_depth=1,
+        suffix_max_spec_tokens=1,
+        max_cached_requests=0,
     )
     DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=10, suffix_max_spec_tokens=MAX_SPEC_LEN)
+    DraftConfig(method="suffix", num_speculative_tokens=1, max_model_len=10, suffix_cache_max_depth=1)
+
+
+@pytest.mark.parametrize("k", [3, 32, 63, 65])
+def test_suffix_decoding_refuses_a_k_that_would_cap_nothing(k: int) -> None:
+    """The seed sets k = D for "suffix" and no rule reads k there: a k meant as vLLM's draft cap (which is
+    ``suffix_max_spec_tokens``) used to draft 32-token drafts silently; now drafting with it is refused,
+    naming both knobs. Before: no error. An Arctic config (hybrid or not) takes any k."""
+    config = DraftConfig(method="suffix", num_speculative_tokens=k, max_model_len=100)
+    message = rf"num_speculative_tokens\({k}\) == suffix_cache_max_depth\(64\).*suffix_max_spec_tokens\(32\)"
+    with pytest.raises(ValueError, match=message):
+        check_suffix_k(config)
+    with pytest.raises(ValueError, match=message):
+        propose_draft_token_ids([_new_row()], config, suffix_cache=_cache_with_history(), arctic_drafter=None)
+    check_suffix_k(DraftConfig(method="suffix", num_speculative_tokens=k, max_model_len=100, suffix_cache_max_depth=k))
+    check_suffix_k(
+        DraftConfig(method="arctic", num_speculative_tokens=k, max_model_len=100, enable_suffix_decoding=True)
+    )
+
+
+def test_the_cache_size_is_a_setting() -> None:
+    """``max_cached_requests`` sizes the global tree of ``new_suffix_cache`` (before: always 100,000); a
+    negative size is refused, 0 keeps no response."""
+    config = DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=100, max_cached_requests=1)
+    cache = new_suffix_cache(config)
+    assert cache.max_cached_requests == 1
+    for req in ("a", "b"):
+        cache.start_request(req, [1, 2])
+        cache.add_active_response(req, [3])
+        cache.stop_request(req)
+    assert list(cache.cached_requests) == ["b"]  # FIFO: "a" was evicted
+    assert (
+        new_suffix_cache(
+            DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=10, max_cached_requests=0)
+        ).max_cached_requests
+        == 0
+    )
+    with pytest.raises(ValueError, match=r"max_cached_requests\(-1\) must be >= 0"):
+        DraftConfig(method="arctic", num_speculative_tokens=3, max_model_len=10, max_cached_requests=-1)
 
 
 def test_documented_defaults() -> None:
@@ -64,6 +109,13 @@ def test_documented_defaults() -> None:
     )
     cache = new_suffix_cache(config)
     assert (cache.max_tree_depth, cache.max_cached_requests) == (64, 100_000)
+    assert config.max_cached_requests == 100_000
+    assert (config.suffix_max_spec_factor, config.suffix_max_spec_offset, config.suffix_min_token_prob) == (
+        1.0,
+        0.0,
+        0.1,
+    )
+    assert (config.enable_suffix_decoding, config.suffix_max_spec_tokens) == (False, MAX_SPEC_LEN)
     assert DraftStats() == DraftStats(
         steps=0, gated_steps=0, suffix_rows=0, arctic_rows=0, empty_rows=0, draft_tokens=0
     )

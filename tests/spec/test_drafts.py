@@ -49,7 +49,9 @@ def test_min_score_single_definition() -> None:
     st.booleans(),
 )
 def test_d8_draft_bounds_and_row_independence(rows: list[tuple[int, bool]], k: int, method: str, hybrid: bool) -> None:
-    """Every draft fits min(MAX_SPEC_LEN, M − N − 1); an Arctic row's draft does not depend on its neighbours."""
+    """Every draft fits min(MAX_SPEC_LEN, M − N − 1); an Arctic row's draft does not depend on its neighbours.
+    (k is the Arctic speculator's; "suffix" takes k = D, as the seed sets it.)"""
+    k = 64 if method == "suffix" else k
     config = DraftConfig(method=method, num_speculative_tokens=k, max_model_len=64, enable_suffix_decoding=hybrid)  # type: ignore[arg-type]
     batch = [
         DraftRow(
@@ -80,7 +82,7 @@ def test_config_errors() -> None:
     with pytest.raises(ValueError, match="needs a suffix_cache"):
         propose_draft_token_ids(
             [],
-            DraftConfig(method="suffix", num_speculative_tokens=3, max_model_len=10),
+            DraftConfig(method="suffix", num_speculative_tokens=64, max_model_len=10),
             suffix_cache=None,
             arctic_drafter=None,
         )
