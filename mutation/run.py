@@ -110,6 +110,17 @@ PACKAGES: Final[dict[str, Package]] = {
         ),
         left_out="the modules the issue does not name (comm, volume, graph_capture, launch)",
     ),
+    "runner": Package(
+        modules=("arctic_ref/runner/drafters.py", "arctic_ref/runner/vllm_drafting.py"),
+        tests=(
+            "tests/test_value_types.py",
+            "tests/runner/test_vllm_drafting.py",
+            "tests/runner/test_speculator.py",
+            "tests/runner/test_drafting.py::test_adapters_refuse_configs_that_are_not_theirs",
+        ),
+        left_out="the rest of arctic_ref/runner (engine, scheduler, model runner, speculator: tests/runner, whose "
+        "engine runs take minutes per mutant)",
+    ),
 }
 
 Outcome = Literal["killed", "survived", "timeout", "equivalent"]

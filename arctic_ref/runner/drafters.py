@@ -84,11 +84,9 @@ def ngram_draft(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[i
     """vLLM 0.9.x: for n from max_n down to min_n, the leftmost j with tokens[j:j+n] == the last n
     tokens and j ≤ N − 2n (no overlap); the k tokens after it (may be fewer)."""
     size = len(tokens)
-    if k <= 0:
+    if k < 1:
         return []
-    for n in range(max_n, min_n - 1, -1):
-        if 2 * n > size:
-            continue
+    for n in range(max_n, min_n - 1, -1):  # an n with 2n > N has no j: the inner range is empty
         suffix = list(tokens[size - n :])
         for j in range(0, size - 2 * n + 1):
             if list(tokens[j : j + n]) == suffix:
@@ -100,7 +98,7 @@ def ngram_draft_longest(tokens: Sequence[int], k: int, min_n: int, max_n: int) -
     """vLLM ≥ 0.10.1: the longest n in [min_n, max_n] whose last-n tokens occur earlier (overlap
     with the suffix allowed: j ≤ N − n − 1), the earliest such occurrence; the k tokens after it."""
     size = len(tokens)
-    if k <= 0:
+    if k < 1:
         return []
     for n in range(min(max_n, size - 1), min_n - 1, -1):
         suffix = list(tokens[size - n :])

@@ -3,6 +3,7 @@ per-row loop in float64, the hidden-row example, per-row lengths and per-row hyb
 seed's bugs as fixtures that the tests catch, and lossless greedy output with every drafter."""
 
 import math
+import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import get_args
@@ -18,8 +19,10 @@ from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import (
+    JunkDrafter,
     NgramDrafter,
     NgramRule,
+    OracleDrafter,
     SpeculatorDrafter,
     SuffixDrafter,
     ngram_draft,
@@ -337,3 +340,44 @@ def test_ngram_drafter_gate_fires_above_its_size() -> None:
     row = DraftRow(req_id="r", token_ids=[1, 2, 1], num_prompt_tokens=3, sampled=[1])
     assert drafter.propose([row, row]) == [[2, 1], [2, 1]]
     assert drafter.propose([row, row, row]) == [[], [], []]
+
+
+def test_ngram_rules_at_k_zero_or_below_and_short_contexts() -> None:
+    """k < 1 drafts nothing (a negative k would otherwise slice from the end); 0.9.x needs 2n tokens."""
+    tokens = [1, 2, 3, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2]
+    for rule in (ngram_draft, ngram_draft_longest):
+        assert rule(tokens, 1, 2, 2) == [3]
+        assert rule(tokens, 0, 2, 2) == [] and rule(tokens, -8, 2, 2) == []
+    assert ngram_draft([1, 2, 1], 2, 2, 2) == [] and ngram_draft([1, 2, 1, 2], 2, 2, 2) == [1, 2]
+    assert ngram_draft_longest([1, 1, 1], 2, 2, 2) == [1]
+
+
+def test_oracle_drafter_drafts_correct_tokens_then_one_wrong() -> None:
+    """``correct`` tokens of the baseline after what is done, then the next one plus 1 (mod V); none
+    for a partial prefill or without room (M − N − 1 ≤ 0); cut to the room."""
+    reference = {(1, 2): (5, 6, 7, 9), (3,): (4,)}
+    drafter = OracleDrafter(reference, correct=2, vocab_size=10, max_model_len=100)
+    rows = [
+        DraftRow(req_id="a", token_ids=[1, 2, 5], num_prompt_tokens=2, sampled=[5]),  # done 1: 6, 7, then 9 + 1 → 0
+        DraftRow(req_id="b", token_ids=[1, 2, 5, 6, 7], num_prompt_tokens=2, sampled=[7]),  # done 3: 9, no wrong one
+        DraftRow(req_id="c", token_ids=[1, 2], num_prompt_tokens=2, sampled=[]),
+        DraftRow(req_id="d", token_ids=[3], num_prompt_tokens=1, sampled=[3]),  # done 0: 4, nothing after it
+    ]
+    assert drafter.propose(rows) == [[6, 7, 0], [9], [], [4]]
+    assert OracleDrafter(reference, 2, 10, 5).propose(rows[:1]) == [[6]]  # room 5 − 3 − 1 = 1
+    assert OracleDrafter(reference, 2, 10, 4).propose(rows[:1]) == [[]]  # room 0
+    assert OracleDrafter(reference, 0, 7, 100).propose(rows[:1]) == [[0]]  # (6 + 1) mod 7
+
+
+def test_junk_drafter_draws_k_seeded_ids_per_row() -> None:
+    drafter = JunkDrafter(vocab_size=5, max_model_len=10, k=3, seed=1)
+    rows = [
+        DraftRow(req_id="a", token_ids=[1, 2], num_prompt_tokens=1, sampled=[2]),
+        DraftRow(req_id="b", token_ids=[1] * 7, num_prompt_tokens=1, sampled=[1]),  # room 10 − 7 − 1 = 2
+        DraftRow(req_id="c", token_ids=[1] * 3, num_prompt_tokens=3, sampled=[]),
+    ]
+    rng = random.Random(1)
+    expected = [[rng.randrange(5) for _ in range(3)], [rng.randrange(5) for _ in range(2)], []]
+    assert drafter.propose(rows) == expected
+    default = random.Random(0)
+    assert JunkDrafter(5, 10).propose(rows[:1]) == [[default.randrange(5) for _ in range(4)]]  # k = 4, seed 0
