@@ -100,7 +100,7 @@ def ngram_draft_longest(tokens: Sequence[int], k: int, min_n: int, max_n: int) -
     size = len(tokens)
     if k < 1:
         return []
-    for n in range(min(max_n, size - 1), min_n - 1, -1):
+    for n in range(max_n, min_n - 1, -1):  # an n >= N has no j: the inner range is empty
         suffix = list(tokens[size - n :])
         for j in range(0, size - n):
             if list(tokens[j : j + n]) == suffix:
@@ -168,7 +168,7 @@ class OracleDrafter:
             expected = self.reference[tuple(row.token_ids[: row.num_prompt_tokens])]
             done = row.num_tokens - row.num_prompt_tokens
             room = self.max_model_len - row.num_tokens - 1
-            if not row.sampled or room <= 0:
+            if not row.sampled or room < 1:
                 out.append([])
                 continue
             draft = list(expected[done : done + self.correct])
@@ -212,7 +212,7 @@ class HiddenRowProposer:
 
     def propose(self, rows: Sequence[DraftRow], num_predict: int) -> list[list[int]]:
         k = min(num_predict, self.speculator.config.n_predict)
-        if k <= 0 or not rows:
+        if k < 1:
             return [[] for _ in rows]
         dtype = next(iter(self.speculator.weights.values())).dtype
         hidden = self.sample_hidden[[self.picks[row.req_id] for row in rows]].to(dtype)
@@ -245,7 +245,7 @@ class SpeculatorDrafter:
     ) -> list[list[int]]:
         picks = select_hidden_rows(sample_hidden, num_drafts, [row.sampled for row in rows])
         proposer = HiddenRowProposer(
-            self.speculator, sample_hidden, {row.req_id: pick for row, pick in zip(rows, picks, strict=True)}
+            self.speculator, sample_hidden, {row.req_id: picks[i] for i, row in enumerate(rows)}
         )
         return propose_draft_token_ids(
             rows, self.config, suffix_cache=self.cache, arctic_drafter=proposer, rules=self.rules, stats=self.stats

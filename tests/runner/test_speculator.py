@@ -19,6 +19,7 @@ from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import (
+    HiddenRowProposer,
     JunkDrafter,
     NgramDrafter,
     NgramRule,
@@ -355,15 +356,15 @@ def test_ngram_rules_at_k_zero_or_below_and_short_contexts() -> None:
 def test_oracle_drafter_drafts_correct_tokens_then_one_wrong() -> None:
     """``correct`` tokens of the baseline after what is done, then the next one plus 1 (mod V); none
     for a partial prefill or without room (M − N − 1 ≤ 0); cut to the room."""
-    reference = {(1, 2): (5, 6, 7, 9), (3,): (4,)}
+    reference = {(1, 2): (5, 6, 7, 9, 3), (3,): (4,)}
     drafter = OracleDrafter(reference, correct=2, vocab_size=10, max_model_len=100)
     rows = [
         DraftRow(req_id="a", token_ids=[1, 2, 5], num_prompt_tokens=2, sampled=[5]),  # done 1: 6, 7, then 9 + 1 → 0
-        DraftRow(req_id="b", token_ids=[1, 2, 5, 6, 7], num_prompt_tokens=2, sampled=[7]),  # done 3: 9, no wrong one
+        DraftRow(req_id="b", token_ids=[1, 2, 5, 6, 7], num_prompt_tokens=2, sampled=[7]),  # done 3: 9, 3, no wrong one
         DraftRow(req_id="c", token_ids=[1, 2], num_prompt_tokens=2, sampled=[]),
         DraftRow(req_id="d", token_ids=[3], num_prompt_tokens=1, sampled=[3]),  # done 0: 4, nothing after it
     ]
-    assert drafter.propose(rows) == [[6, 7, 0], [9], [], [4]]
+    assert drafter.propose(rows) == [[6, 7, 0], [9, 3], [], [4]]
     assert OracleDrafter(reference, 2, 10, 5).propose(rows[:1]) == [[6]]  # room 5 − 3 − 1 = 1
     assert OracleDrafter(reference, 2, 10, 4).propose(rows[:1]) == [[]]  # room 0
     assert OracleDrafter(reference, 0, 7, 100).propose(rows[:1]) == [[0]]  # (6 + 1) mod 7
@@ -381,3 +382,16 @@ def test_junk_drafter_draws_k_seeded_ids_per_row() -> None:
     assert drafter.propose(rows) == expected
     default = random.Random(0)
     assert JunkDrafter(5, 10).propose(rows[:1]) == [[default.randrange(5) for _ in range(4)]]  # k = 4, seed 0
+
+
+def test_hidden_row_proposer_lengths() -> None:
+    """At most min(num_predict, n_predict) tokens; 1 gives each chain's first token; 0 gives none."""
+    speculator = speculator_for(128, 512, "mlp", 1, torch.float64)
+    hidden = torch.randn(2, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    rows = [_row("a", 5, [7]), _row("b", 6, [8])]
+    proposer = HiddenRowProposer(speculator, hidden, {"a": 1, "b": 0})
+    full = proposer.propose(rows, 5)
+    assert [len(d) for d in full] == [3, 3]  # n_predict 3
+    assert full == propose_literal(speculator, hidden[[1, 0]], [7, 8], 3)
+    assert proposer.propose(rows, 1) == [d[:1] for d in full]
+    assert proposer.propose(rows, 0) == [[], []]
