@@ -265,18 +265,14 @@ def vllm_ngram_draft(tokens: Sequence[int], semantics: VllmDraftSemantics) -> li
 
 @dataclass(frozen=True, slots=True)
 class VllmNgramDrafter:
-    """``NgramProposer.propose``: a row with no sampled token (a partial prefill) or at N ≥ M gets [];
-    every other row its ``vllm_ngram_draft``. Stateless."""
+    """``NgramProposer.propose``: a row with no sampled token (a partial prefill) gets []; every other
+    row its ``vllm_ngram_draft``. (vLLM also skips rows at N ≥ M; the k cut to M − N ≤ 0 already gives
+    them [].) Stateless."""
 
     semantics: VllmDraftSemantics
 
     def propose(self, rows: Sequence[DraftRow]) -> list[list[int]]:
-        return [
-            vllm_ngram_draft(row.token_ids, self.semantics)
-            if row.sampled and row.num_tokens < self.semantics.max_model_len
-            else []
-            for row in rows
-        ]
+        return [vllm_ngram_draft(row.token_ids, self.semantics) if row.sampled else [] for row in rows]
 
 
 @dataclass(slots=True)
@@ -343,7 +339,7 @@ def drafter_for(speculative_config: Mapping[str, object] | None, *, max_model_le
 
 
 def replay_drafts(
-    semantics: VllmDraftSemantics, prompt: Sequence[int], steps: Sequence[Sequence[int]], *, req_id: Hashable = 0
+    semantics: VllmDraftSemantics, prompt: Sequence[int], steps: Sequence[Sequence[int]]
 ) -> list[list[int]]:
     """The drafts a fresh drafter with ``semantics`` proposes for one request alone in the engine: after
     step i the request holds prompt + steps[0] + … + steps[i] (each this step's sampled tokens; an
@@ -353,6 +349,6 @@ def replay_drafts(
     out: list[list[int]] = []
     for sampled in steps:
         tokens.extend(sampled)
-        row = DraftRow(req_id=req_id, token_ids=list(tokens), num_prompt_tokens=len(prompt), sampled=list(sampled))
+        row = DraftRow(req_id="replay", token_ids=list(tokens), num_prompt_tokens=len(prompt), sampled=list(sampled))
         out.extend(drafter.propose([row]))
     return out

@@ -70,8 +70,9 @@ def test_documented_defaults() -> None:
         ({"prompt_lookup_min": 2}, (2, 2)),
         ({"prompt_lookup_min": 2, "prompt_lookup_max": 6}, (2, 6)),
         ({"prompt-lookup-min": 3, "prompt_lookup_max": None}, (3, 3)),
+        ({"prompt_lookup_min": 1, "prompt_lookup_max": 1, "max_model_len": 1}, (1, 1)),
     ],
-    ids=["max-alone", "min-alone", "both", "dashes-and-none"],
+    ids=["max-alone", "min-alone", "both", "dashes-and-none", "smallest"],
 )
 def test_the_ngram_window(config: dict[str, object], window: tuple[int, int]) -> None:
     semantics = _parse({"method": "ngram", "num_speculative_tokens": 2} | config)
