@@ -7,10 +7,10 @@ so no choice is spelled twice."""
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-Component = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "model"]
+Component = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "model", "engine"]
 """What a check tests, in the order ``arctic-ref check`` runs them."""
 COMPONENTS: tuple[Component, ...] = get_args(Component)
-TargetComponent = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter"]
+TargetComponent = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "engine"]
 """The components that also take an implementation of yours (``--arctic-ref-<component>``)."""
 TARGET_COMPONENTS: tuple[TargetComponent, ...] = get_args(TargetComponent)
 TARGET_HELP: Final[dict[TargetComponent, str]] = {
@@ -23,6 +23,8 @@ TARGET_HELP: Final[dict[TargetComponent, str]] = {
     "built on every rank and run inside the reference forward over the layout matrix",
     "drafter": "MODULE:FACTORY returning a drafter with propose(rows) or propose_with_hidden(rows, hidden, "
     "num_drafts); the factory takes no arguments or (max_model_len)",
+    "engine": "MODULE:FACTORY with vLLM's offline LLM interface (vllm:LLM, or a function taking vLLM's keyword "
+    "arguments): generate(prompts, sampling_params) over token-id prompts, and get_metrics()",
 }
 """What ``--arctic-ref-<component>`` (and ``--impl <component>=``) takes."""
 
@@ -60,6 +62,10 @@ class CheckOptions:
     leave_out: tuple[SamplerCategory, ...] = ()
     """Sampler check categories reported as skipped instead of run (``strict``: our stricter contract)."""
     hypothesis_profile: HypothesisProfile = "ci"
+    engine_model: str | None = None
+    """The checkpoint the engine checks serve (a Hugging Face Llama directory); None: the kit's own."""
+    engine_dtype: str = "float32"
+    """The ``dtype`` every engine build gets."""
     option_prefix: str = "--arctic-ref-"
     """How an option is named in messages: ``--arctic-ref-`` for pytest, ``--impl `` for the CLI."""
 

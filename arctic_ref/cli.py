@@ -69,16 +69,19 @@ def _check(args: argparse.Namespace) -> int:
         return 2
     if args.report is not None:
         check_report.check_report_path(args.report)
-    if args.impl:
+    impls = [*args.impl, *(f"engine={engine}" for engine in args.engine)]
+    if impls:
         options = CheckOptions(
             level=args.level,
             strict=args.strict,
             statistics=not args.no_statistics,
             leave_out=tuple(args.leave_out),
+            engine_model=args.engine_model,
+            engine_dtype=args.engine_dtype,
             option_prefix="--impl ",
         )
-        built = front_door.impl_checks(args.impl, options, Path.cwd())  # TargetError (a ValueError): exit 2
-        _say(f"arctic-ref check: {sum(len(c) for _, c in built)} checks of {', '.join(args.impl)}")
+        built = front_door.impl_checks(impls, options, Path.cwd())  # TargetError (a ValueError): exit 2
+        _say(f"arctic-ref check: {sum(len(c) for _, c in built)} checks of {', '.join(impls)}")
         runs = [run for spec, checks in built for run in front_door.run_checks(checks, _say, source=spec)]
         noun = "implementations"
     else:
@@ -320,6 +323,18 @@ def _add_check(commands: Commands) -> None:
         help="check your implementation instead of ours (repeatable); COMPONENT is one of "
         f"{', '.join(TARGET_COMPONENTS)} (as the pytest plugin's options)",
     )
+    check.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="check a serving engine with vLLM's LLM interface end to end (vllm:LLM; repeatable); "
+        "the same as --impl engine=MODULE:ATTR",
+    )
+    check.add_argument(
+        "--engine-model", metavar="DIR", help="engine: the checkpoint it serves (default: the kit's own)"
+    )
+    check.add_argument("--engine-dtype", default="float32", metavar="DTYPE", help="engine: the dtype of every build")
     check.add_argument("--level", choices=LEVELS, default="quick", help="sampler kit level (--impl)")
     check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
     check.add_argument(

@@ -84,6 +84,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail on documented upstream differences (X1-X7) too; they are reported either way",
     )
     group.addoption(
+        "--arctic-ref-engine-model",
+        metavar="DIR",
+        default=None,
+        help="engine: the Hugging Face Llama checkpoint every engine build serves (default: the kit's own, "
+        "seeded random weights with head_dim 32)",
+    )
+    group.addoption(
+        "--arctic-ref-engine-dtype", default="float32", metavar="DTYPE", help="engine: the dtype every build gets"
+    )
+    group.addoption(
         "--arctic-ref-hypothesis-profile",
         choices=HYPOTHESIS_PROFILES,
         default="ci",
@@ -107,6 +117,8 @@ def _options(config: pytest.Config) -> CheckOptions:
         statistics=not config.getoption("--arctic-ref-no-statistics"),
         backend=config.getoption("--arctic-ref-backend"),
         leave_out=tuple(config.getoption("--arctic-ref-leave-out")),
+        engine_model=config.getoption("--arctic-ref-engine-model"),
+        engine_dtype=config.getoption("--arctic-ref-engine-dtype"),
     )
 
 

@@ -130,8 +130,18 @@ def _public_definitions() -> dict[str, list[str]]:
     return where
 
 
+INTERFACE_NAMES = {"SamplingParams": ["arctic_ref/runner/llm.py", "arctic_ref/runner/requests.py"]}
+"""Names an outside interface fixes: the engine checks build an engine's sampling parameters with
+the ``SamplingParams`` of its own package (vLLM's name), so the reference engine's module has one
+beside the runner's own."""
+
+
 def test_no_two_public_symbols_share_a_name() -> None:
-    shared = {name: paths for name, paths in _public_definitions().items() if len(paths) > 1}
+    shared = {
+        name: paths
+        for name, paths in _public_definitions().items()
+        if len(paths) > 1 and paths != INTERFACE_NAMES.get(name)
+    }
     assert not shared, shared
 
 

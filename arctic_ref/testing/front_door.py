@@ -52,6 +52,12 @@ def component_checks(
         return exchange.exchange_checks(
             None if value is None else exchange.load_exchange_target(value, options, base_dir), options
         )
+    if component == "engine":
+        from arctic_ref.testing.components import live_engine
+
+        return live_engine.engine_checks(
+            None if value is None else live_engine.load_engine_target(value, options, base_dir), options
+        )
     if value is not None:
         raise TargetError(f"{options.option(component)}={value}: the {component} component checks arctic_ref's only")
     from arctic_ref.testing.components import model
@@ -59,8 +65,8 @@ def component_checks(
     return model.model_checks(options)
 
 
-RUN_ORDER: tuple[Component, ...] = ("suffix-tree", "suffix-cache", "sampler", "drafter", "model", "exchange")
-"""``arctic-ref check``'s order: the multi-process exchange matrix last."""
+RUN_ORDER: tuple[Component, ...] = ("suffix-tree", "suffix-cache", "sampler", "drafter", "model", "exchange", "engine")
+"""``arctic-ref check``'s order: the multi-process exchange matrix, then the whole engine, last."""
 assert sorted(RUN_ORDER) == sorted(COMPONENTS)
 
 

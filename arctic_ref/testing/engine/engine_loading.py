@@ -1,0 +1,78 @@
+"""Turning ``--arctic-ref-engine=MODULE:ATTR`` into an ``EngineTarget``, with one-line errors for
+what the user must fix: a factory that does not import, a package without ``SamplingParams``, and a
+model the engine cannot load (a probe build, in a worker, says why: vLLM's CPU attention rejects
+``head_dim`` 16, for one)."""
+
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from arctic_ref.testing.engine.checkpoint import write_engine_model
+from arctic_ref.testing.engine.engine_target import EngineSetup, EngineTarget
+from arctic_ref.testing.engine.known_bugs import engine_identity
+from arctic_ref.testing.loading import TargetError, load_target, require_callable
+
+OUR_ENGINE: Final = "arctic_ref.runner.llm:LLM"
+"""The reference runner as an engine: the built-in target of ``arctic-ref check``."""
+CPU_KWARGS: Final[Mapping[str, object]] = {
+    "skip_tokenizer_init": True,
+    "enforce_eager": True,
+    "gpu_memory_utilization": 0.2,
+    "disable_log_stats": False,
+}
+"""What every build gets besides its setup: token-id prompts only, no graph capture, a small
+memory share, and statistics on (the ``drafts`` check reads them)."""
+_SCRATCH: list[tempfile.TemporaryDirectory[str]] = []
+"""The kit's checkpoints, removed when the process ends."""
+
+
+def find_sampling_params(option: str, value: str, factory: Callable[..., Any]) -> Callable[..., Any]:
+    """The engine package's own ``SamplingParams``: an attribute of the factory, else of the module
+    ``value`` names, else of the factory's module, else of its top-level package."""
+    found = getattr(factory, "SamplingParams", None)
+    if callable(found):
+        return found  # type: ignore[no-any-return]
+    module_of = getattr(factory, "__module__", None) or ""
+    for name in dict.fromkeys((value.partition(":")[0], module_of, module_of.split(".")[0])):
+        if not name:
+            continue
+        try:
+            found = load_target(option, f"{name}:SamplingParams")
+        except TargetError:
+            continue
+        if callable(found):
+            return found  # type: ignore[no-any-return]
+    raise TargetError(f"{option}={value}: found no SamplingParams in {value.partition(':')[0]!r} or beside its factory")
+
+
+def kit_model() -> str:
+    """A fresh directory holding the kit's checkpoint (``checkpoint.write_engine_model``)."""
+    scratch = tempfile.TemporaryDirectory(prefix="arctic-ref-engine-")
+    _SCRATCH.append(scratch)
+    return str(write_engine_model(Path(scratch.name)))
+
+
+def load_engine(
+    option: str, value: str, *, model: str | None, dtype: str, base_dir: Path | None, probe: bool = True
+) -> EngineTarget:
+    """The target ``value`` names, after importing it here (its ``SamplingParams`` found) and,
+    with ``probe``, one spec-off build in a worker on ``model`` (the kit's when None)."""
+    factory = require_callable(option, value, load_target(option, value, base_dir=base_dir))
+    find_sampling_params(option, value, factory)
+    if model is not None and not (Path(model) / "config.json").is_file():
+        raise TargetError(f"{option}-model={model}: no config.json there (a Hugging Face checkpoint directory)")
+    target = EngineTarget(
+        name=value,
+        model=model or kit_model(),
+        base_dir=None if base_dir is None else str(base_dir),
+        fixed_kwargs=dict(CPU_KWARGS) | {"dtype": dtype},
+        identity=engine_identity(factory),
+    )
+    if probe:
+        from arctic_ref.testing.engine.worker_pool import run_in_workers
+
+        (result,) = run_in_workers(target, [(EngineSetup(max_num_seqs=1, max_model_len=64), [])], seconds=600.0)
+        if isinstance(result, Exception):
+            raise TargetError(f"{option}={value}: cannot serve {target.model}: {result}")
+    return target
