@@ -88,6 +88,7 @@ class RequestResult:
     num_accepted_tokens: int
     num_verify_steps: int = 0
     finish_reason: FinishReason = "length"  # "stop": an EOS or stop token ended it (and is its last token)
+    num_accepted_tokens_per_pos: tuple[int, ...] = ()  # RequestStats.num_accepted_tokens_per_pos
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,7 +239,15 @@ class RequestDriver:
         return True
 
     def results(self) -> list[RequestResult]:
-        finished = sorted(self.scheduler.finished, key=lambda r: self.index[r.req_id])
+        """Every finished request (not yet taken), by index."""
+        return self._results_of(self.scheduler.finished)
+
+    def take_results(self) -> list[RequestResult]:
+        """``results()``, handed over: the scheduler forgets them (``SimpleScheduler.take_finished``),
+        so a driver that lives across many batches reports each request once."""
+        return self._results_of(self.scheduler.take_finished())
+
+    def _results_of(self, finished: Sequence[RequestState]) -> list[RequestResult]:
         return [
             RequestResult(
                 prompt_index=self.index[r.req_id],
@@ -248,8 +257,9 @@ class RequestDriver:
                 num_accepted_tokens=r.stats.num_accepted_tokens,
                 num_verify_steps=r.stats.num_verify_steps,
                 finish_reason=r.finish_reason or "length",
+                num_accepted_tokens_per_pos=tuple(r.stats.num_accepted_tokens_per_pos),
             )
-            for r in finished
+            for r in sorted(finished, key=lambda r: self.index[r.req_id])
         ]
 
 

@@ -236,7 +236,7 @@ class ReferenceRunner:
         """Partial prefills are not sampled (their generator does not advance) and get []."""
         rows = [i for i, p in enumerate(partial) if not p]
         reqs = [self.batch[sched.scheduled[i].req_id] for i in rows]
-        tokens = sample_tokens(logits[rows], [r.sampling.temperature for r in reqs], [r.generator for r in reqs])
+        tokens = self.sample_rows(logits[rows], reqs)
         valid: list[list[int]] = [[] for _ in partial]
         for i, token in zip(rows, tokens, strict=True):
             valid[i] = [token]
@@ -255,13 +255,16 @@ class ReferenceRunner:
         kept = _requests_of(spec, keep)
         rows = logits.to(torch.float32)
         bonus_rows = rows[kept.bonus_logits_indices.long()]
-        bonus = sample_tokens(bonus_rows, [r.sampling.temperature for r in reqs], [r.generator for r in reqs])
+        bonus = self.sample_rows(bonus_rows, reqs)
         temperatures = [r.sampling.temperature for r in reqs]
+        top_k, top_p = self.filters(reqs, logits.shape[1])
         put = self.verify_inputs.put
         meta = SamplingMetadata(
             temperature=put("temperature", torch.tensor(temperatures, dtype=torch.float32, device=self.device)),
             all_greedy=all(t == 0 for t in temperatures),
             all_random=all(t > 0 for t in temperatures),
+            top_k=top_k,
+            top_p=top_p,
             generators={
                 k: r.generator for k, r in enumerate(reqs) if r.generator is not None and r.sampling.temperature > 0
             },
@@ -283,6 +286,30 @@ class ReferenceRunner:
         for i, tokens in zip(keep, parse_output(out, logits.shape[1]), strict=True):
             valid[i] = tokens
         return valid
+
+    def sample_rows(self, logits: Tensor, reqs: list[CachedRequest]) -> list[int]:
+        """``sample_tokens`` of one row per request, with each request's temperature, top-k, top-p
+        and generator (top-k and top-p passed only when some request uses them)."""
+        vocab = logits.shape[1]
+        top_k = [r.sampling.top_k_for(vocab) for r in reqs]
+        top_p = [r.sampling.top_p_for() for r in reqs]
+        return sample_tokens(
+            logits,
+            [r.sampling.temperature for r in reqs],
+            [r.generator for r in reqs],
+            top_k=top_k if any(k < vocab for k in top_k) else None,
+            top_p=top_p if any(p < 1.0 for p in top_p) else None,
+        )
+
+    def filters(self, reqs: list[CachedRequest], vocab: int) -> tuple[Tensor | None, Tensor | None]:
+        """``SamplingMetadata.top_k`` and ``top_p`` of the verified requests: None unless some
+        request uses it (vLLM's ``InputBatch.no_top_k`` / ``no_top_p``); k = V and p = 1 are no-ops."""
+        top_k = [r.sampling.top_k_for(vocab) for r in reqs]
+        top_p = [r.sampling.top_p_for() for r in reqs]
+        return (
+            torch.tensor(top_k, dtype=torch.int32, device=self.device) if any(k < vocab for k in top_k) else None,
+            torch.tensor(top_p, dtype=torch.float32, device=self.device) if any(p < 1.0 for p in top_p) else None,
+        )
 
     def discarded_samples(self, logits: Tensor, inputs: StepInputs) -> list[list[int]]:
         """Per row: a partial prefill's own sample, which vLLM draws and then discards; here drawn

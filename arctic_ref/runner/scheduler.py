@@ -1,10 +1,19 @@
-"""``SimpleScheduler``: vLLM 0.9.2's rules without preemption, chunked prefill always on (docs/runner.md §1.3)."""
+"""``SimpleScheduler``: vLLM 0.9.2's rules (or 0.32's max_model_len cap) without preemption, chunked prefill always on
+(docs/runner.md §1.3, §8)."""
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
 
 from arctic_ref.runner.requests import RequestState, ScheduledRequest, SchedulerOutput
 from arctic_ref.types import ReqId
+
+SchedulerRule = Literal["vllm-0.9", "vllm-0.32"]
+"""Where a running request's scheduled tokens stop: vLLM 0.9.2 caps m at M − c, vLLM 0.32 at
+M − c − 1 (``num_sampled_tokens_per_step``: the token sampled after the last scheduled position stays
+below M), which schedules one draft fewer when a draft reaches position M − 1."""
+SCHEDULER_RULES: Final[tuple[SchedulerRule, ...]] = get_args(SchedulerRule)
+POSITIONS_KEPT_FREE: Final[dict[SchedulerRule, int]] = {"vllm-0.9": 0, "vllm-0.32": 1}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -12,6 +21,8 @@ class SchedulerConfig:
     max_num_seqs: int = 8
     max_num_batched_tokens: int = 256
     max_model_len: int = 1024
+    rule: SchedulerRule = "vllm-0.9"
+    """The max_model_len cap of docs/runner.md §1.3 rule 2 (``SchedulerRule``)."""
 
     def __post_init__(self) -> None:
         if min(self.max_num_seqs, self.max_num_batched_tokens, self.max_model_len) < 1:
@@ -19,6 +30,16 @@ class SchedulerConfig:
                 f"max_num_seqs({self.max_num_seqs}), max_num_batched_tokens({self.max_num_batched_tokens}) and "
                 f"max_model_len({self.max_model_len}) must be >= 1"
             )
+        if self.rule not in SCHEDULER_RULES:
+            raise ValueError(f"rule({self.rule!r}) must be one of {SCHEDULER_RULES}")
+
+
+def count_accepted_per_pos(per_pos: list[int], num_accepted: int) -> None:
+    """vLLM's ``SpecDecodingStats.observe_draft``: positions 0 … num_accepted − 1 each count one
+    acceptance (a run of accepted drafts is a prefix). ``per_pos`` grows to the longest run."""
+    per_pos.extend([0] * (num_accepted - len(per_pos)))
+    for j in range(num_accepted):
+        per_pos[j] += 1
 
 
 @dataclass(slots=True)
@@ -41,13 +62,20 @@ class SimpleScheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
+    def take_finished(self) -> list[RequestState]:
+        """The requests finished so far, in finishing order, handed over: ``finished`` is left
+        empty (an engine that lives across many batches keeps only the requests it has not reported)."""
+        out, self.finished = self.finished, []
+        return out
+
     def schedule(self) -> SchedulerOutput:
         budget = self.config.max_num_batched_tokens
+        free = POSITIONS_KEPT_FREE[self.config.rule]
         out: list[ScheduledRequest] = []
         for req in self.running:
             c = req.num_computed_tokens
             m = req.num_tokens + len(req.spec_token_ids) - c
-            m = min(m, budget, self.config.max_model_len - c)
+            m = min(m, budget, self.config.max_model_len - c - free)
             if m <= 0:
                 continue
             drafts = tuple(req.spec_token_ids[: max(0, m + c - req.num_tokens)])
@@ -79,7 +107,8 @@ class SimpleScheduler:
 
     def update(self, sched: SchedulerOutput, valid: dict[ReqId, list[int]], drafts: dict[ReqId, list[int]]) -> None:
         """Rule 4: rewind c past rejected drafts, append tokens up to the stop conditions (an EOS or
-        stop token, kept; max_tokens; max_model_len), count."""
+        stop token, kept; max_tokens; max_model_len), count (acceptances before a stop trims the
+        tokens, as vLLM's ``update_from_output``)."""
         by_id = {r.req_id: r for r in self.running}
         for item in sched.scheduled:
             req = by_id[item.req_id]
@@ -91,6 +120,7 @@ class SimpleScheduler:
                 req.stats.num_draft_tokens += n
                 req.stats.num_accepted_tokens += len(tokens) - 1
                 req.stats.num_verify_steps += 1
+                count_accepted_per_pos(req.stats.num_accepted_tokens_per_pos, len(tokens) - 1)
             for token in tokens:  # one at a time; tokens past a stop are dropped (vLLM trims them)
                 req.output_token_ids.append(token)
                 if req.stops_at(token):

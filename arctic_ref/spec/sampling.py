@@ -1,6 +1,8 @@
 """The target distribution of each draft row: temperature → top-k → top-p → softmax (spec
 docs/verification.md §1.4, vLLM's ``topk_topp_sampler`` rules), and greedy argmax."""
 
+from collections.abc import Sequence
+
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
@@ -95,18 +97,45 @@ def greedy_tokens(
     return best, source.gather(1, best.unsqueeze(1)).squeeze(1)
 
 
+def filter_row(x: Float[Tensor, "vocab"], top_k: int, top_p: float) -> Float[Tensor, "vocab"]:
+    """One row's top-k then top-p mask (``apply_top_k`` / ``apply_top_k_top_p``, vLLM's
+    ``apply_top_k_top_p_pytorch`` with CPU sync allowed); ``x`` itself when k ≥ V and p ≥ 1. A row of a
+    batch gets exactly this: a no-op k = V or p = 1 in another row leaves this row's mask unchanged."""
+    vocab = x.shape[-1]
+    if top_k >= vocab and top_p >= 1.0:
+        return x
+    k = torch.tensor([min(top_k, vocab)], dtype=torch.int64, device=x.device)
+    if top_p < 1.0:
+        p = torch.tensor([top_p], dtype=torch.float32, device=x.device)
+        return apply_top_k_top_p(x.unsqueeze(0), k if top_k < vocab else None, p).squeeze(0)
+    return apply_top_k(x.unsqueeze(0), k).squeeze(0)
+
+
 def sample_tokens(
-    logits: Float[Tensor, "rows vocab"], temperatures: list[float], generators: list[torch.Generator | None]
+    logits: Float[Tensor, "rows vocab"],
+    temperatures: list[float],
+    generators: list[torch.Generator | None],
+    *,
+    top_k: Sequence[int] | None = None,
+    top_p: Sequence[float] | None = None,
 ) -> list[int]:
     """Greedy: the first maximum of the float32 logits (the verification path sees the same
-    float32 rows, so greedy speculation is lossless bit for bit). Random: vLLM's exponential race argmax(p / E), E ~ Exp(1) drawn
-    from the request's generator, p = softmax(x / τ) in float32."""
+    float32 rows, so greedy speculation is lossless bit for bit); top-k and top-p do not apply.
+    Random, in vLLM's ``Sampler.sample`` order: x = logits / τ in float32, then top-k, then top-p
+    (``filter_row``; ``top_k[i]`` in [1, V] with V = off, ``top_p[i]`` in (0, 1] with 1 = off, None =
+    off for every row), p = softmax(x) in float32, then vLLM's exponential race argmax(p / E),
+    E ~ Exp(1) drawn from the request's generator. A masked token has p = 0 and is never drawn."""
+    vocab = logits.shape[-1]
+    ks = [vocab] * len(temperatures) if top_k is None else list(top_k)
+    ps = [1.0] * len(temperatures) if top_p is None else list(top_p)
+    if any(k < 1 for k in ks) or any(not 0.0 < p <= 1.0 for p in ps):
+        raise ValueError(f"top_k {ks} must be >= 1 (V = off) and top_p {ps} in (0, 1]")
     out: list[int] = []
-    for row, temperature, generator in zip(logits, temperatures, generators, strict=True):
+    for row, temperature, generator, k, p in zip(logits, temperatures, generators, ks, ps, strict=True):
         if temperature == 0.0:
             out.append(int(torch.argmax(row.to(torch.float32))))  # the sampler works in float32, as vLLM's
             continue
-        probs = torch.softmax(row.to(torch.float32) / temperature, dim=-1)
+        probs = torch.softmax(filter_row(row.to(torch.float32) / temperature, k, p), dim=-1)
         race = torch.empty_like(probs).exponential_(generator=generator)
         out.append(int(torch.argmax(probs / race)))
     return out
