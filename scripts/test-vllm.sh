@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-vllm.sh
 export VLLM_ENABLE_V1_MULTIPROCESSING=0
-HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" python -m pytest -q -p no:cacheprovider tests/vllm_engine tests/runner/test_vllm_drafting.py "$@"
+HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" python -m pytest -q -p no:cacheprovider tests/vllm_engine tests/runner/test_vllm_drafting.py tests/spec/test_sampling_vllm.py "$@"
 # From an empty directory, as a user's CI job would run it.
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

@@ -123,6 +123,7 @@ def test_check_single_process_batteries_pass(capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # with the engine checks on the reference engine, about 15 min on 2 loaded cores
 def test_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check"]) == 0
     report = capsys.readouterr().out

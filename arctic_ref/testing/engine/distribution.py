@@ -198,7 +198,11 @@ def distribution_check(session: EngineSession, methods: tuple[DraftMethod, ...])
             key = f"{name} / {sample.mix.name}"
             outputs = _batch(run, s, len(sample.requests))
             if outputs is None:
-                failures.append(f"{key}: {run.failure}")
+                failures.append(
+                    f"{key}: {run.failure}"
+                    if s == len(run.per_call)
+                    else f"{key}: not run, the engine stopped at the batch before it ({run.failure})"
+                )
                 counts[key] = None
                 continue
             observed, expected = position_counts(reference, sample.requests, outputs, sample.mix)
