@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arctic_ref.testing.engine.checkpoint import write_engine_model
-from arctic_ref.testing.engine.engine_target import EngineSetup, EngineTarget
+from arctic_ref.testing.engine.engine_target import EngineRequest, EngineSetup, EngineTarget
 from arctic_ref.testing.engine.known_bugs import engine_identity
 from arctic_ref.testing.loading import TargetError, load_target, require_callable
 
@@ -57,7 +57,8 @@ def load_engine(
     option: str, value: str, *, model: str | None, dtype: str, base_dir: Path | None, probe: bool = True
 ) -> EngineTarget:
     """The target ``value`` names, after importing it here (its ``SamplingParams`` found) and,
-    with ``probe``, one spec-off build in a worker on ``model`` (the kit's when None)."""
+    with ``probe``, one spec-off build in a worker on ``model`` (the kit's when None) that generates
+    two tokens (some engines refuse a model only when they first run it)."""
     factory = require_callable(option, value, load_target(option, value, base_dir=base_dir))
     find_sampling_params(option, value, factory)
     if model is not None and not (Path(model) / "config.json").is_file():
@@ -72,7 +73,11 @@ def load_engine(
     if probe:
         from arctic_ref.testing.engine.worker_pool import run_in_workers
 
-        (result,) = run_in_workers(target, [(EngineSetup(max_num_seqs=1, max_model_len=64), [])], seconds=600.0)
-        if isinstance(result, Exception):
-            raise TargetError(f"{option}={value}: cannot serve {target.model}: {result}")
+        probe_request = EngineRequest(prompt=(0, 1, 2), max_tokens=2)
+        (result,) = run_in_workers(
+            target, [(EngineSetup(max_num_seqs=1, max_model_len=64), [[probe_request]])], seconds=600.0
+        )
+        failure = str(result) if isinstance(result, Exception) else result.failure
+        if failure:
+            raise TargetError(f"{option}={value}: cannot serve {target.model}: {failure}")
     return target
