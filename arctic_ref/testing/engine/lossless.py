@@ -127,7 +127,9 @@ def engine_failed(identity: str, check: str, failure: EngineFailure, where: str)
     """A failed verdict for an engine failure, with the catalogued bug of this engine that explains
     it, if any."""
     known = explain(identity, check, str(failure))
-    return Verdict(passed=False, compared=where, detail=f"{where}: {failure}", known_difference=known)
+    text = str(failure)
+    detail = text if text.startswith(where) else f"{where}: {text}"
+    return Verdict(passed=False, compared=where, detail=detail, known_difference=known)
 
 
 def reference_check(session: EngineSession) -> Verdict:
