@@ -4,11 +4,10 @@ An engine is anything with vLLM's offline ``LLM`` interface: built from vLLM's k
 (``model``, ``speculative_config``, ``seed``, ``max_num_seqs``, ``max_model_len``, ``dtype``, …), with
 ``generate(prompts, sampling_params)`` over token-id prompts (``{"prompt_token_ids": [...]}``) and
 ``get_metrics()`` (vLLM's ``vllm.v1.metrics.reader`` values: each has a ``name`` and a ``value`` or
-``values``). ``EngineTarget`` holds the factory and the engine package's own ``SamplingParams``;
-``EngineSetup`` is one configuration as a frozen value; ``open_engine`` builds it and never raises:
-whatever the engine does (an exception at start, in ``generate``, output of the wrong shape) becomes
-an ``EngineFailure`` naming the configuration and the exception, which the checks report as a
-failed case."""
+``values``). ``EngineTarget`` names the engine (built in worker processes, ``worker``);
+``EngineSetup`` is one configuration and ``EngineRequest`` one request, as frozen values; what a run
+gave is an ``EngineRun``, or an ``EngineFailure`` naming the configuration and the engine's
+exception, which the checks report as a failed case."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field

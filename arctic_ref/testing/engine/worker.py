@@ -11,19 +11,12 @@ import gc
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arctic_ref.testing.check import describe_exception
 from arctic_ref.testing.engine.engine_target import EngineRequest, SpecCounters, read_counters
-
-
-def describe(error: BaseException) -> str:
-    """``T: message`` and where it was raised (the engine's own frame, not the worker's)."""
-    last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
-    where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
-    return f"{type(error).__name__}: {error}{where}"
 
 
 def load(name: str, base_dir: str | None) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -77,13 +70,13 @@ def one_run(
         end, preemptions = counters_of(engine)
     except Exception as error:  # the engine's exception is the finding: reported, never raised
         if stage == "build" or (not per_call and stage != "generate"):
-            return {"failed": f"{stage} raised {describe(error)}"}
+            return {"failed": f"{stage} {describe_exception(error)}"}
         return {
             "tokens": tokens,
             "counters": _counters_json(SpecCounters()),
             "per_call": [_counters_json(c) for c in per_call],
             "preemptions": None,
-            "stopped": f"batch {len(per_call)}: {stage} raised {describe(error)}",
+            "stopped": f"batch {len(per_call)}: {stage} {describe_exception(error)}",
         }
     finally:
         engine = None

@@ -31,12 +31,7 @@ def _request_json(r: EngineRequest) -> dict[str, Any]:
 def order_runs(planned: Sequence[PlannedRun]) -> list[int]:
     """Indices of ``planned`` with n-gram setups last (docs/bugs.md V-19: after an n-gram engine,
     vLLM 0.32's CPU build cannot build another in the same process)."""
-
-    def is_ngram(index: int) -> bool:
-        spec = planned[index][0].speculative_config
-        return spec is not None and spec.get("method") == "ngram"
-
-    return sorted(range(len(planned)), key=is_ngram)
+    return sorted(range(len(planned)), key=lambda index: _is_ngram(planned[index]))
 
 
 def run_in_workers(
