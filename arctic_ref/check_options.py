@@ -31,7 +31,7 @@ TARGET_HELP: Final[dict[TargetComponent, str]] = {
 Level = Literal["quick", "full"]
 """The sampler kit's level: quick (400 exact cases, 50,000 requests per statistical test) or full."""
 Device = Literal["cpu", "cuda"]
-SamplerProfileName = Literal["intended", "vllm-0.9.2"]
+SamplerProfileName = Literal["intended", "vllm-0.9.2", "vllm-0.32"]
 """The intended numerics, or vLLM 0.9.2's (docs/verification.md §2.4)."""
 Backend = Literal["gloo", "nccl"]
 """The exchange's process groups: gloo on CPU, or NCCL with one GPU per rank."""

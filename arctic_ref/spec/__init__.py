@@ -9,6 +9,7 @@ from arctic_ref.spec.profile import (
     MAX_SPEC_LEN,
     PLACEHOLDER_TOKEN_ID,
     VLLM_0_9_2,
+    VLLM_0_32,
     SamplerProfile,
     SpecLengthError,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_SPEC_LEN",
     "PLACEHOLDER_TOKEN_ID",
     "VLLM_0_9_2",
+    "VLLM_0_32",
     "RejectionNoise",
     "RejectionSampler",
     "SamplerProfile",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from arctic_ref.check_options import SAMPLER_CATEGORIES, CheckOptions, SamplerProfileName
-from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, SamplerProfile
+from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, VLLM_0_32, SamplerProfile
 from arctic_ref.spec.rejection import rejection_sample
 from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
 from arctic_ref.testing.loading import load_target, require_callable
@@ -16,7 +16,11 @@ from arctic_ref.testing.rejection.check_ids import MEANINGS
 from arctic_ref.testing.rejection.kit import check_rejection_sampler
 from arctic_ref.testing.rejection.report import CheckStatus, ConformanceReport, RejectionSampleFn
 
-SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {"intended": INTENDED, "vllm-0.9.2": VLLM_0_9_2}
+SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {
+    "intended": INTENDED,
+    "vllm-0.9.2": VLLM_0_9_2,
+    "vllm-0.32": VLLM_0_32,
+}
 
 
 def load_sampler(value: str, options: CheckOptions, base_dir: Path | None) -> RejectionSampleFn:
