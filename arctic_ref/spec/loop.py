@@ -1,6 +1,6 @@
 """``rejection_sample_loop``: the readable reference — one request, one position at a time, written
-from docs/verification.md §1.5. It shares only ``compute_target_probs`` (and input validation) with
-the vectorised path and must equal it bit for bit on injected noise.
+from docs/verification.md §1.5. It shares only ``compute_target_probs`` and ``greedy_source`` (and input
+validation) with the vectorised path and must equal it bit for bit on injected noise.
 
 The loop's stages are a value, ``LoopRules`` (the intended ones by default), as draft selection's
 are ``DraftRules`` (spec/drafts.py): the kit's broken variants (testing/rejection/mutants.py) are
@@ -15,9 +15,9 @@ from torch import Tensor
 
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise
-from arctic_ref.spec.profile import INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile
+from arctic_ref.spec.profile import INTENDED, PLACEHOLDER_TOKEN_ID, Race, SamplerProfile
 from arctic_ref.spec.rejection import BonusTokenIds, bonus_column, check_noise, validate_inputs
-from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens
+from arctic_ref.spec.sampling import compute_target_probs, greedy_source, greedy_tokens
 
 
 def greedy_rows(meta: SamplingMetadata, num_reqs: int, device: torch.device) -> list[bool]:
@@ -137,7 +137,9 @@ def sample_with_rules(
     probs = None
     if not all(greedy):
         probs = rules.target_probs(target_logits, cu_num_draft_tokens, sampling_metadata, profile)
-    argmax, argmax_value = greedy_tokens(target_logits, probs, profile=profile)
+    argmax, argmax_value = greedy_tokens(
+        greedy_source(target_logits, cu_num_draft_tokens, sampling_metadata, probs, profile=profile)
+    )
     bonus = bonus_column(bonus_token_ids).tolist()
     out = torch.full((num_reqs, max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int32)
     start = 0
@@ -158,13 +160,14 @@ def sample_with_rules(
             if torch.isnan(p[d]):
                 raise ValueError(f"row {r}: NaN in the processed target row")
             q_d = torch.ones((), dtype=torch.float32) if draft_probs is None else draft_probs[r, d]
-            if rules.accepts(p[d], q_d, noise.uniforms[rules.uniform_index(start, r)]):
+            u = noise.uniforms[rules.uniform_index(start, r)]
+            if rules.accepts(p[d], q_d, u if profile.acceptance_dtype is None else u.to(profile.acceptance_dtype)):
                 emitted.append(d)  # accepted
                 continue
             w = rules.residual(p, None if draft_probs is None else draft_probs[r], d)
             if not bool((w > 0).any()):
                 w = p  # degenerate residual: sample from p itself
-            emitted.append(_race(w, noise.exponentials[rules.noise_row(i, j, num_reqs)]))
+            emitted.append(_race(w, noise.exponentials[rules.noise_row(i, j, num_reqs)], profile.race))
             break
         else:  # every draft accepted (also n = 0)
             out[i, rules.bonus_position(emitted, max_spec_len)] = int(bonus[i][0])
@@ -173,6 +176,8 @@ def sample_with_rules(
     return out.to(target_logits.device)
 
 
-def _race(weights: Tensor, exponentials: Tensor) -> int:
-    """First index of the largest w_x / E_x among x with w_x > 0 (others score −1, below any)."""
-    return int(torch.where(weights > 0, weights / exponentials, -1.0).argmax())
+def _race(weights: Tensor, exponentials: Tensor, race: Race) -> int:
+    """First index of the largest score w_x / E_x (or w_x · (1 / E_x)) among x with w_x > 0 (others
+    score −1, below any)."""
+    scores = weights / exponentials if race == "divide" else weights * (1.0 / exponentials)
+    return int(torch.where(weights > 0, scores, -1.0).argmax())

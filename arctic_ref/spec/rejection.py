@@ -22,9 +22,9 @@ from torch import Tensor
 
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
-from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, SamplerProfile, SpecLengthError
+from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, Race, SamplerProfile, SpecLengthError
 from arctic_ref.spec.rejection_triton import NAN_MESSAGE, fused_kernels, fused_supported
-from arctic_ref.spec.sampling import compute_target_probs, greedy_tokens, request_of_rows
+from arctic_ref.spec.sampling import compute_target_probs, greedy_source, greedy_tokens, request_of_rows
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 _INT_DTYPES = (torch.int32, torch.int64)
@@ -288,17 +288,35 @@ def residual_of(
     return (probs - draft_probs).clamp(min=0.0)
 
 
+def acceptance_uniforms(uniforms: Float[Tensor, "num_tokens"], profile: SamplerProfile) -> Float[Tensor, "num_tokens"]:
+    """u as the acceptance test reads it: rounded to ``profile.acceptance_dtype`` when it has one
+    (vLLM 0.32's CPU kernel reads float32, catalogue V-18), else as drawn."""
+    if profile.acceptance_dtype is None:
+        return uniforms
+    return uniforms.to(profile.acceptance_dtype)
+
+
+def race_scores(weights: Tensor, exponentials: Tensor, race: Race = "divide") -> Tensor:
+    """w / E (``"divide"``) or w · (1 / E) with 1 / E rounded first (``"reciprocal"``, vLLM ≥ 0.10);
+    the two round differently, so near-ties of the race can go either way."""
+    if race == "divide":
+        return weights / exponentials
+    return weights * exponentials.reciprocal()
+
+
 def recover(
     probs: Float[Tensor, "rows vocab"],
     drafts: Int[Tensor, "rows"],
     draft_probs: Float[Tensor, "rows vocab"] | None,
     exponentials: Float[Tensor, "rows vocab"],
+    *,
+    race: Race = "divide",
 ) -> Int[Tensor, "rows"]:
     """The exponential race over the residual of each row (its request's E row given per row)."""
     residual = residual_of(probs, drafts, draft_probs)
     degenerate = ~(residual > 0).any(dim=1, keepdim=True)
     residual = torch.where(degenerate, probs, residual)
-    score = torch.where(residual > 0, residual / exponentials, -1.0)
+    score = torch.where(residual > 0, race_scores(residual, exponentials, race), -1.0)
     return score.argmax(dim=1)
 
 
@@ -350,7 +368,9 @@ def _sample(
     final = torch.zeros(num_tokens, dtype=torch.int64, device=device)
     invalid = torch.zeros((), dtype=torch.bool, device=device)
     if not sampling_metadata.all_random:
-        best, best_value = greedy_tokens(target_logits, probs, profile=profile)
+        best, best_value = greedy_tokens(
+            greedy_source(target_logits, cu_num_draft_tokens, sampling_metadata, probs, profile=profile)
+        )
         accepted = torch.where(greedy_row, best == drafts, accepted)
         final = torch.where(greedy_row, best, final)
         invalid = invalid | (greedy_row & torch.isnan(best_value)).any()
@@ -359,9 +379,10 @@ def _sample(
         proposal = (
             torch.ones_like(target) if draft_probs is None else draft_probs.gather(1, drafts.unsqueeze(1)).squeeze(1)
         )
-        ratio = (target / proposal).to(noise.uniforms.dtype)
-        keep = (proposal > 0) & (target > 0) & (ratio >= noise.uniforms)
-        recovered = recover(probs, drafts, draft_probs, noise.exponentials[rows])
+        uniforms = acceptance_uniforms(noise.uniforms, profile)
+        ratio = (target / proposal).to(uniforms.dtype)
+        keep = (proposal > 0) & (target > 0) & (ratio >= uniforms)
+        recovered = recover(probs, drafts, draft_probs, noise.exponentials[rows], race=profile.race)
         accepted = torch.where(greedy_row, accepted, keep)
         final = torch.where(greedy_row, final, recovered)
         invalid = invalid | (~greedy_row & torch.isnan(target)).any()

@@ -59,20 +59,17 @@ def row_temperatures(
     return torch.where(greedy, 1.0, meta.temperature.to(torch.float32))[rows].contiguous()
 
 
-def compute_target_probs(
+def process_logits(
     target_logits: Float[Tensor, "num_tokens vocab"],
     cu_num_draft_tokens: Int[Tensor, "num_reqs"],
     sampling_metadata: SamplingMetadata,
     *,
     profile: SamplerProfile = INTENDED,
-    fused: bool = True,
 ) -> Float[Tensor, "num_tokens vocab"]:
-    """p for every row (greedy rows with τ = 1), float32. Never mutates ``target_logits``. On CUDA
-    (float32, no top-k/top-p, INTENDED) the softmax is the fused kernel's unless ``fused=False``."""
+    """Every row's logits after temperature (greedy rows τ = 1), top-k and top-p, in
+    ``profile.target_dtype`` (docs/verification.md §1.4 steps 1–4), masked entries −inf; a new tensor."""
     num_tokens = target_logits.shape[0]
     rows = request_of_rows(cu_num_draft_tokens, num_tokens)
-    if fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name):
-        return softmax_rows(target_logits, row_temperatures(sampling_metadata, rows, cu_num_draft_tokens.shape[0]))
     dtype = profile.target_dtype or target_logits.dtype
     x = target_logits.to(dtype)
     if sampling_metadata.temperature is not None:
@@ -82,17 +79,49 @@ def compute_target_probs(
         x = apply_top_k_top_p(x, top_k, sampling_metadata.top_p[rows])
     elif top_k is not None:
         x = apply_top_k(x, top_k)
+    return x if x is not target_logits else x.clone()
+
+
+def compute_target_probs(
+    target_logits: Float[Tensor, "num_tokens vocab"],
+    cu_num_draft_tokens: Int[Tensor, "num_reqs"],
+    sampling_metadata: SamplingMetadata,
+    *,
+    profile: SamplerProfile = INTENDED,
+    fused: bool = True,
+) -> Float[Tensor, "num_tokens vocab"]:
+    """p for every row (greedy rows with τ = 1), float32: the float32 softmax of ``process_logits``.
+    Never mutates ``target_logits``. On CUDA (float32, no top-k/top-p, INTENDED) the softmax is the
+    fused kernel's unless ``fused=False``."""
+    if fused and fused_supported(target_logits, sampling_metadata.top_k, sampling_metadata.top_p, profile.name):
+        num_tokens = target_logits.shape[0]
+        rows = request_of_rows(cu_num_draft_tokens, num_tokens)
+        return softmax_rows(target_logits, row_temperatures(sampling_metadata, rows, cu_num_draft_tokens.shape[0]))
+    x = process_logits(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
     return x.softmax(dim=-1, dtype=torch.float32)
 
 
-def greedy_tokens(
+def greedy_source(
     target_logits: Float[Tensor, "num_tokens vocab"],
+    cu_num_draft_tokens: Int[Tensor, "num_reqs"],
+    sampling_metadata: SamplingMetadata,
     target_probs: Float[Tensor, "num_tokens vocab"] | None,
     *,
     profile: SamplerProfile = INTENDED,
-) -> tuple[Int[Tensor, "num_tokens"], Tensor]:
-    """First index of the maximum of each row, and the maximum itself (for the NaN check)."""
-    source = target_logits if profile.greedy_argmax_on == "logits" or target_probs is None else target_probs
+) -> Tensor:
+    """What greedy rows take the argmax of (``profile.greedy_argmax_on``): the raw logits; in a batch
+    that is not all greedy (``target_probs`` given) vLLM 0.9.2's float32 probabilities or vLLM 0.32's
+    float32 logits after temperature 1, top-k and top-p (``process_logits``)."""
+    if target_probs is None or profile.greedy_argmax_on == "logits":
+        return target_logits
+    if profile.greedy_argmax_on == "probs_if_mixed":
+        return target_probs
+    return process_logits(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
+
+
+def greedy_tokens(source: Tensor) -> tuple[Int[Tensor, "num_tokens"], Tensor]:
+    """First index of the maximum of each row of ``source`` (``greedy_source``), and the maximum
+    itself (for the NaN check)."""
     best = source.argmax(dim=-1)
     return best, source.gather(1, best.unsqueeze(1)).squeeze(1)
 

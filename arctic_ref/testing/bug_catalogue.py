@@ -37,6 +37,7 @@ class BugCoverage:
 
 _T = "tests/"
 _V = "tests/vllm_engine/"
+_S = "tests/vllm_sampler/"
 CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(
         id="AI-1",
@@ -335,10 +336,13 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     ),
     BugCoverage(
         id="V-18",
-        fixture="—",
-        check="—",
-        status="open",
-        note="the CPU float32 cast of the uniforms is measured against the VLLM_0_32 profile (issue 39)",
+        fixture="vLLM 0.32's CPU kernel itself (live); the `VLLM_0_32` profile (`acceptance_dtype=float32`)",
+        check=f"{_S}test_vllm_0_32_identity.py::test_where_the_profiles_part_vllm_takes_vllm_0_32s_side, "
+        f"{_S}test_vllm_0_32_identity.py::test_v18_float32_cast_of_the_uniforms, "
+        f"{_T}spec/test_profiles.py::test_acceptance_compares_in_the_profiles_dtype",
+        status="differs",
+        note="measured: 0 of 8,353 seeded corpus decisions differ from the float64 rule; a decision differs "
+        "with probability at most 2^-24 p/q (docs/verification.md §2.5)",
     ),
     BugCoverage(
         id="V-19",
@@ -354,6 +358,22 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
         f"{_V}test_broken_engines.py::test_the_control_passes_distribution",
         status="caught",
         note="live: the engine checks distribution and seeded fail on vLLM 0.32 and 0.26 and pass on the repaired build",
+    ),
+    BugCoverage(
+        id="V-21",
+        fixture="vLLM 0.32's `RejectionSampler.forward` itself (live); the `VLLM_0_32` profile "
+        '(`greedy_argmax_on="masked_logits_if_mixed"`)',
+        check=f"{_S}test_vllm_0_32_identity.py::test_where_the_profiles_part_vllm_takes_vllm_0_32s_side, "
+        f"{_T}spec/test_profiles.py::test_greedy_argmax_in_a_mixed_batch",
+        status="differs",
+        note="a greedy row's token depends on whether its batch holds a random request",
+    ),
+    BugCoverage(
+        id="V-22",
+        fixture="vLLM 0.32's `RejectionSampler` bonus path itself (live)",
+        check=f"{_S}test_vllm_0_32_bugs.py::test_f1_min_tokens_masks_the_bonus_position",
+        status="absent",
+        note="arctic_ref has no min_tokens; reproduced live with vLLM's InputBatch, logits processors and sampler",
     ),
     BugCoverage(
         id="F-1",
@@ -385,10 +405,13 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     ),
     BugCoverage(
         id="F-5",
-        fixture="—",
-        check=f"{_T}spec/test_rejection.py::test_placeholder_drafts_raise_where_recent_vllm_rejects_them_silently",
+        fixture="vLLM 0.32's CPU kernel itself (live)",
+        check=f"{_T}spec/test_rejection.py::test_placeholder_drafts_raise_where_recent_vllm_rejects_them_silently, "
+        f"{_S}test_vllm_0_32_bugs.py::test_f2_cpu_random_kernel_reads_before_the_row_and_accepts_minus_one, "
+        f"{_S}test_vllm_0_32_bugs.py::test_f2_forward_emits_a_hole_for_a_padded_request",
         status="refused",
-        note="a −1 placeholder draft is a ValueError",
+        note="a −1 placeholder draft is a ValueError; vLLM 0.32's CPU kernel still accepts one (it reads the "
+        "probability before the row)",
     ),
     BugCoverage(
         id="F-6",

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from arctic_ref.spec import (
     INTENDED,
     VLLM_0_9_2,
+    VLLM_0_32,
     RejectionNoise,
     SamplerProfile,
     SamplingMetadata,
@@ -27,10 +28,9 @@ from arctic_ref.testing.rejection.corpus import random_case, random_noise
 from arctic_ref.testing.rejection.exact import layout_problem
 
 
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["intended", "vllm"]))
-def test_e19_loop_equals_vectorised(seed: int, profile_name: str) -> None:
-    """E19: bitwise equality on injected noise, both profiles."""
-    profile = INTENDED if profile_name == "intended" else VLLM_0_9_2
+@given(st.integers(0, 2**31 - 1), st.sampled_from([INTENDED, VLLM_0_9_2, VLLM_0_32]))
+def test_e19_loop_equals_vectorised(seed: int, profile: SamplerProfile) -> None:
+    """E19: bitwise equality on injected noise, every profile."""
     rng = random.Random(seed)
     case = random_case(rng)
     noise = random_noise(case, profile, rng)
