@@ -22,7 +22,9 @@ TARGET_HELP: Final[dict[TargetComponent, str]] = {
     "exchange": "MODULE:FACTORY returning a Ulysses exchange (seq_to_heads(x, comm), heads_to_seq(y, comm)), "
     "built on every rank and run inside the reference forward over the layout matrix",
     "drafter": "MODULE:FACTORY returning a drafter with propose(rows) or propose_with_hidden(rows, hidden, "
-    "num_drafts); the factory takes no arguments or (max_model_len)",
+    "num_drafts); the factory takes no arguments or (max_model_len). Or MODULE:CLASS of a vLLM 0.32 proposer "
+    "(vllm.v1.spec_decode.ngram_proposer:NgramProposer, ...suffix_decoding:SuffixDecodingProposer, a subclass, or "
+    "a class with one of the propose signatures vLLM's runner calls), built from a VllmConfig and called as vLLM calls it",
     "engine": "MODULE:FACTORY with vLLM's offline LLM interface (vllm:LLM, or a function taking vLLM's keyword "
     "arguments): generate(prompts, sampling_params) over token-id prompts, and get_metrics()",
 }
@@ -66,9 +68,20 @@ class CheckOptions:
     """The checkpoint the engine checks serve (a Hugging Face Llama directory); None: the kit's own."""
     engine_dtype: str = "float32"
     """The ``dtype`` every engine build gets."""
+    drafter_config: str | None = None
+    """A JSON object of vLLM ``speculative_config`` keys that a vLLM proposer class checked as a drafter
+    is built with, over the adapter's defaults (``arctic_ref.testing.drafts.vllm_proposers``); None:
+    the defaults. Refused for a ``propose(rows)`` drafter."""
     option_prefix: str = "--arctic-ref-"
     """How an option is named in messages: ``--arctic-ref-`` for pytest, ``--impl `` for the CLI."""
+    setting_prefix: str = "--arctic-ref-"
+    """How a setting (``drafter-config``) is named in messages: ``--arctic-ref-`` for pytest, ``--``
+    for the CLI."""
 
     def option(self, component: str) -> str:
         """The option that names ``component``'s implementation, as the user typed it."""
         return f"{self.option_prefix}{component}"
+
+    def setting(self, name: str) -> str:
+        """The option of the setting ``name`` (``drafter-config``), as the user typed it."""
+        return f"{self.setting_prefix}{name}"

@@ -78,7 +78,9 @@ def _check(args: argparse.Namespace) -> int:
             leave_out=tuple(args.leave_out),
             engine_model=args.engine_model,
             engine_dtype=args.engine_dtype,
+            drafter_config=args.drafter_config,
             option_prefix="--impl ",
+            setting_prefix="--",
         )
         built = front_door.impl_checks(impls, options, Path.cwd())  # TargetError (a ValueError): exit 2
         _say(f"arctic-ref check: {sum(len(c) for _, c in built)} checks of {', '.join(impls)}")
@@ -335,6 +337,11 @@ def _add_check(commands: Commands) -> None:
         "--engine-model", metavar="DIR", help="engine: the checkpoint it serves (default: the kit's own)"
     )
     check.add_argument("--engine-dtype", default="float32", metavar="DTYPE", help="engine: the dtype of every build")
+    check.add_argument(
+        "--drafter-config",
+        metavar="JSON",
+        help="drafter: the speculative_config (JSON object) a vLLM proposer class is built with (--impl)",
+    )
     check.add_argument("--level", choices=LEVELS, default="quick", help="sampler kit level (--impl)")
     check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
     check.add_argument(

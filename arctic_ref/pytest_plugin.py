@@ -94,6 +94,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--arctic-ref-engine-dtype", default="float32", metavar="DTYPE", help="engine: the dtype every build gets"
     )
     group.addoption(
+        "--arctic-ref-drafter-config",
+        metavar="JSON",
+        default=None,
+        help="drafter: the speculative_config (a JSON object of vLLM's keys) a vLLM proposer class is built with, "
+        'over the defaults ({"method": "suffix"}; {"method": "ngram", "num_speculative_tokens": 4})',
+    )
+    group.addoption(
         "--arctic-ref-hypothesis-profile",
         choices=HYPOTHESIS_PROFILES,
         default="ci",
@@ -119,6 +126,7 @@ def _options(config: pytest.Config) -> CheckOptions:
         leave_out=tuple(config.getoption("--arctic-ref-leave-out")),
         engine_model=config.getoption("--arctic-ref-engine-model"),
         engine_dtype=config.getoption("--arctic-ref-engine-dtype"),
+        drafter_config=config.getoption("--arctic-ref-drafter-config"),
     )
 
 

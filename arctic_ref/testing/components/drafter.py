@@ -1,16 +1,18 @@
 """The drafter component: checks of any drafter under the protocol the runner uses (``propose(rows)``,
 or ``propose_with_hidden(rows, sample_hidden, num_drafts)``), built by ``factory(max_model_len)`` or
-``factory()``. On ours (the runner's ``SuffixDrafter``) the same checks run, and beside them the
-checks of arctic_ref's own drafting: the selection rules and the seed's bug replays, the replays in
-a running runner, the suffix cache rules and the speculators."""
+``factory()``; or of a vLLM 0.32 proposer class, built and called as vLLM's runner builds and calls
+it (``arctic_ref.testing.drafts.vllm_proposers``). On ours (the runner's ``SuffixDrafter``) the same
+checks run, and beside them the checks of arctic_ref's own drafting: the selection rules and the
+seed's bug replays, the replays in a running runner, the suffix cache rules and the speculators."""
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, SuffixDrafter
-from arctic_ref.testing.check import Check, CheckRow, checks_from_rows
+from arctic_ref.testing.check import Check, CheckRow, Verdict, checks_from_rows
 from arctic_ref.testing.drafts.draft_batteries import (
     draft_replays_in_runner,
     draft_selection,
@@ -18,6 +20,7 @@ from arctic_ref.testing.drafts.draft_batteries import (
     suffix_runner_rules,
 )
 from arctic_ref.testing.drafts.drafter_contract import drafter_bounds, drafter_lossless
+from arctic_ref.testing.drafts.vllm_proposers import SETTING, VllmProposerFactory, load_vllm_proposer, runner_call
 from arctic_ref.testing.loading import TargetError, arity, build, load_target, require_callable
 
 DrafterFactory = Callable[[int], Drafter | HiddenStateDrafter]
@@ -25,9 +28,19 @@ DrafterFactory = Callable[[int], Drafter | HiddenStateDrafter]
 
 def load_drafter(value: str, options: CheckOptions, base_dir: Path | None) -> DrafterFactory:
     """``make(max_model_len)`` over the factory ``value`` names, after one probe drafter showed a
-    ``propose`` or ``propose_with_hidden`` method."""
+    ``propose`` or ``propose_with_hidden`` method; or, where ``value`` names a vLLM proposer class,
+    over that class (``load_vllm_proposer``), the only kind ``options.drafter_config`` applies to."""
     option = options.option("drafter")
-    factory: Callable[..., Any] = require_callable(option, value, load_target(option, value, base_dir=base_dir))
+    target = load_target(option, value, base_dir=base_dir)
+    call = runner_call(target)
+    if call is not None:
+        return load_vllm_proposer(option, value, target, call, options)
+    if options.drafter_config is not None:
+        raise TargetError(
+            f"{options.setting(SETTING)}={options.drafter_config}: applies to a vLLM proposer class, and "
+            f"{option}={value} is not one (its propose has none of the signatures vLLM's runner calls)"
+        )
+    factory: Callable[..., Any] = require_callable(option, value, target)
     params = arity(option, value, factory, 1)
     probe = build(option, value, factory, *([256] * params))
     if not callable(getattr(probe, "propose", None)) and not callable(getattr(probe, "propose_with_hidden", None)):
@@ -39,7 +52,7 @@ def load_drafter(value: str, options: CheckOptions, base_dir: Path | None) -> Dr
 
 def drafter_checks(make: DrafterFactory | None, options: CheckOptions) -> list[Check]:
     """``make(max_model_len)`` builds a fresh drafter (each check gets its own); ``None`` checks ours."""
-    listed = _contract(make or _our_drafter)
+    listed = _contract(make or _our_drafter, make.summary if isinstance(make, VllmProposerFactory) else "")
     if make is not None:
         return listed
     return [*_reference(), *listed]
@@ -49,24 +62,30 @@ def _our_drafter(max_model_len: int) -> Drafter:
     return SuffixDrafter.build(max_model_len)
 
 
-def _contract(make: DrafterFactory) -> list[Check]:
+def _contract(make: DrafterFactory, setup: str) -> list[Check]:
+    """The three contract checks; ``setup`` (how a vLLM proposer was built and called) is added to
+    what each verdict says was compared."""
+
+    def noted(verdict: Verdict) -> Verdict:
+        return replace(verdict, compared=f"{verdict.compared}; {setup}") if setup else verdict
+
     return [
         Check(
             component="drafter",
             id="bounds",
-            run=lambda: drafter_bounds(make),
+            run=lambda: noted(drafter_bounds(make)),
             meaning="one list per row, [] without a sample (D2), at most min(32, M-N-1) in-vocabulary ids (D8)",
         ),
         Check(
             component="drafter",
             id="lossless-8",
-            run=lambda: drafter_lossless(make, 8),
+            run=lambda: noted(drafter_lossless(make, 8)),
             meaning="greedy output with your drafts equals the output without, at 8 tokens per step",
         ),
         Check(
             component="drafter",
             id="lossless-64",
-            run=lambda: drafter_lossless(make, 64),
+            run=lambda: noted(drafter_lossless(make, 64)),
             meaning="greedy output with your drafts equals the output without, at 64 tokens per step",
         ),
     ]
