@@ -31,8 +31,8 @@ MEANINGS: Final[dict[str, str]] = {
     "E12": "a seeded row draws n uniforms then V exponentials, as on a clone",
     "E13": "a seeded row depends only on its own inputs and generator",
     "E14": "no argument is mutated",
-    "E15-SPEC-LEN": "max_spec_len over the limit (33) is an error, never a truncation: any ValueError "
-    "(vLLM 0.9.2 profile: also vLLM's AssertionError)",
+    "E15-SPEC-LEN": "max_spec_len over the profile's limit (33; 129 under vllm-0.32) is an error, never a "
+    "truncation: any ValueError (vLLM 0.9.2 and 0.32 profiles: also vLLM's AssertionError)",
     "E15-SHAPES": "strict: malformed shapes and counts raise ValueError (draft ids outside [0, V), "
     "cu_num_draft_tokens != cumsum, max_spec_len < max(n))",
     "E15-FLAGS": "strict: all_greedy/all_random flags that contradict the temperatures raise ValueError",

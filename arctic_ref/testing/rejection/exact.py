@@ -6,7 +6,7 @@ an injector, otherwise per-request seeded generators whose draws are predicted o
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Final, Literal
 
@@ -15,7 +15,7 @@ from torch import Tensor
 
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
-from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, VLLM_0_9_2, SamplerProfile
+from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, VLLM_0_9_2, VLLM_0_32, SamplerProfile
 from arctic_ref.spec.rejection import parse_output, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
 from arctic_ref.testing.rejection.corpus import (
@@ -39,8 +39,11 @@ class Candidate:
     profile: SamplerProfile
     injector: NoiseInjector | None
     greedy_temperature: float
-    unsafe_inputs_skipped: bool = False
-    """Skip inputs that crash native code (out-of-range draft ids) instead of expecting an error."""
+    unsafe_inputs: dict[str, str] = field(default_factory=dict)
+    """Strict checks whose invalid inputs are never fed to the candidate, with why (check id →
+    reason), reported as skipped: inputs its native kernels would read or write out of bounds with.
+    vLLM 0.32's kernels: E15-SHAPES (``vllm_class.py``); vLLM 0.9.2's under TRITON_INTERPRET
+    corrupt the heap with all three strict checks' inputs (inconsistent greedy flags too)."""
 
     def call(self, case: RejectionCase, noise: RejectionNoise | None = None) -> tuple[Tensor, tuple[object, ...]]:
         """Output and the (possibly mutated) arguments it was given."""
@@ -548,12 +551,13 @@ def _raises(c: Candidate, bad: RejectionCase, accepted: tuple[type[BaseException
 def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
     """Invalid input raises (docs/verification.md §1.2), one named check per contract: E15-SPEC-LEN
     (max_spec_len over the limit: any ``ValueError``, e.g. arctic_ref's ``SpecLengthError``, never
-    our own class; under the vLLM 0.9.2 profile also vLLM's ``AssertionError``), and the strict
-    input contract: E15-SHAPES (shapes and counts), E15-FLAGS (greedy flags), E15-NAN (NaN rows)."""
+    our own class; under the vLLM 0.9.2 and 0.32 profiles also vLLM's ``AssertionError``), and the
+    strict input contract: E15-SHAPES (shapes and counts), E15-FLAGS (greedy flags), E15-NAN (NaN
+    rows). A strict check in ``c.unsafe_inputs`` is skipped: its inputs are never fed."""
     base = _e15_base(c, rng)
     spec_len_errors: tuple[type[BaseException], ...] = (ValueError,)
-    if c.profile.name == VLLM_0_9_2.name:
-        spec_len_errors = (ValueError, AssertionError)  # vLLM 0.9.2's forward asserts (X5)
+    if c.profile.name in (VLLM_0_9_2.name, VLLM_0_32.name):
+        spec_len_errors = (ValueError, AssertionError)  # vLLM's forward asserts max_spec_len (X5)
     limit = c.profile.max_spec_len_limit
     problem = _raises(c, replace(base, max_spec_len=limit + 1), spec_len_errors)
     expected = " or ".join(e.__name__ for e in spec_len_errors)
@@ -579,14 +583,10 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         },
         "E15-NAN": {"NaN in a random row's logits": replace(base, target_logits=_with_nan_in_a_random_row(base))},
     }
-    if c.unsafe_inputs_skipped:
-        # vLLM 0.9.2's kernels index memory with these unchecked (out-of-range ids, vLLM #46533; a wrong
-        # cumsum or a too-small max_spec_len): under TRITON_INTERPRET they corrupt the heap. Never fed.
-        # Inconsistent greedy flags (X4) corrupt it the same way. Only max_spec_len 33 is fed.
-        for check in strict:
-            t.skip(check, "not fed: these inputs corrupt vLLM 0.9.2's memory under TRITON_INTERPRET")
-        return
     for check, cases in strict.items():
+        if check in c.unsafe_inputs:
+            t.skip(check, c.unsafe_inputs[check])
+            continue
         for label, bad in cases.items():
             problem = _raises(c, bad, (ValueError,))
             t.record(check, problem and f"{label}: {problem}; {STRICT_CONTRACT[check]}")

@@ -7,7 +7,7 @@ request a seeded generator and predicts the draws of docs/verification.md §2.1 
 no injection at all.
 """
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
@@ -54,12 +54,20 @@ def check_rejection_sampler(
     name: str | None = None,
     statistics: bool = True,
     categories: Collection[SamplerCategory] = SAMPLER_CATEGORIES,
+    unsafe_inputs: Mapping[str, str] | None = None,
 ) -> ConformanceReport:
     """Every exact check (E1–E18, E20, RNG-ORDER) and, unless ``statistics=False``, S1–S5. Checks
     of a category not in ``categories`` (check_ids.py: ``"semantics"``, ``"strict"``) are reported
-    as skipped, e.g. ``categories=("semantics",)`` leaves out arctic_ref's strict input contract."""
+    as skipped, e.g. ``categories=("semantics",)`` leaves out arctic_ref's strict input contract.
+    ``unsafe_inputs`` (strict check id → why) names strict checks whose invalid inputs must never
+    reach the sampler (its native kernels would write out of bounds): they are skipped with that reason."""
     candidate = Candidate(
-        fn=sampler, takes=takes, profile=profile, injector=with_noise, greedy_temperature=greedy_temperature
+        fn=sampler,
+        takes=takes,
+        profile=profile,
+        injector=with_noise,
+        greedy_temperature=greedy_temperature,
+        unsafe_inputs=dict(unsafe_inputs or {}),
     )
     report = ConformanceReport(
         candidate=name or str(getattr(sampler, "__qualname__", repr(sampler))),

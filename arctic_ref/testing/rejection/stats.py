@@ -207,6 +207,9 @@ def _requests_needed(config: Config, p: Tensor, q: Tensor | None, requests: int,
 
 
 STATISTICAL_IDS = ("S1", "S2", "S3", "S4", "S5")
+STATISTICS_STOPPED: Final = "the statistical checks stopped"
+"""How S1–S5's detail begins when the sampler raised or returned malformed output (S-DESIGN and
+S5-SPEED are then not reported)."""
 
 
 def statistical_checks(
@@ -217,7 +220,7 @@ def statistical_checks(
     try:
         return _statistical_checks(sampler, level=level, seed=seed)
     except Exception as error:  # the candidate's failure is the result; the kit never raises
-        detail = f"the statistical checks stopped: {type(error).__name__}: {error}"
+        detail = f"{STATISTICS_STOPPED}: {type(error).__name__}: {error}"
         return [CheckResult(id=c, kind="statistical", status=CheckStatus.FAIL, detail=detail) for c in STATISTICAL_IDS]
 
 
