@@ -18,7 +18,9 @@ TARGET_HELP: Final[dict[TargetComponent, str]] = {
     "the factory takes no arguments or (max_tree_depth, max_cached_requests)",
     "suffix-tree": "MODULE:FACTORY returning an object with arctic-inference 0.3.0's SuffixTree API; "
     "the factory takes no arguments or (max_depth)",
-    "sampler": "MODULE:FUNCTION with vLLM's rejection_sample argument list (arctic_ref.spec.rejection_sample)",
+    "sampler": "MODULE:FUNCTION with vLLM's rejection_sample argument list (arctic_ref.spec.rejection_sample), "
+    "or MODULE:CLASS with vLLM 0.32's RejectionSampler interface (vllm.v1.sample.rejection_sampler:RejectionSampler, "
+    "or a class of yours), built and called as vLLM's V1 runner does",
     "exchange": "MODULE:FACTORY returning a Ulysses exchange (seq_to_heads(x, comm), heads_to_seq(y, comm)), "
     "built on every rank and run inside the reference forward over the layout matrix",
     "drafter": "MODULE:FACTORY returning a drafter with propose(rows) or propose_with_hidden(rows, hidden, "

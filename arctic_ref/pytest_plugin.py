@@ -56,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--arctic-ref-profile",
         choices=SAMPLER_PROFILE_NAMES,
         default="intended",
-        help="sampler profile: the intended numerics, or vLLM 0.9.2's",
+        help="sampler profile: the intended numerics, or vLLM 0.9.2's, or vLLM 0.32's (its CPU build)",
     )
     group.addoption(
         "--arctic-ref-backend",

@@ -16,7 +16,7 @@ from arctic_ref.testing.bug_catalogue import CATALOGUE, BugCoverage, render_tabl
 from arctic_ref.testing.front_door import our_checks
 
 ROOT = Path(__file__).resolve().parents[1]
-IDS = [f"AI-{i}" for i in range(1, 26)] + [f"V-{i}" for i in range(1, 23)] + [f"F-{i}" for i in range(1, 7)]
+IDS = [f"AI-{i}" for i in range(1, 26)] + [f"V-{i}" for i in range(1, 24)] + [f"F-{i}" for i in range(1, 7)]
 MULTI_PROCESS = {"layouts", "collectives", "exchanges", "spec-lossless"}
 
 

@@ -144,3 +144,23 @@ def test_the_spec_length_limit(profile: SamplerProfile) -> None:
                 rejection_sample_with_noise(*args, None, profile=profile)
         else:
             assert rejection_sample_with_noise(*args, None, profile=profile).shape == (1, n + 1)
+
+
+def test_v21_replay_is_caught_by_e5() -> None:
+    """V-21's replay: our sampler under ``VLLM_0_32`` (greedy rows of a mixed batch read the masked
+    logits) as a candidate checked against ``INTENDED``: the kit's E5 fails on its tied-maxima probe
+    and on nothing else; under its own profile it passes."""
+    from functools import partial
+
+    from arctic_ref.spec import rejection_sample
+    from arctic_ref.testing.rejection.kit import check_rejection_sampler
+
+    replay = partial(rejection_sample, profile=VLLM_0_32)
+    survivor = int(torch.tensor([2.0, 2.0, 0.0]).sort().indices[-1])
+    if survivor == 0:
+        pytest.skip("this torch sorts the tie so that the first maximum survives: the probe cannot tell")
+    report = check_rejection_sampler(replay, level="quick", statistics=False)
+    assert report.failed() == ["E5", "E15-SPEC-LEN"], report.failed()
+    (e5,) = [c for c in report.checks if c.id == "E5"]
+    assert e5.detail == "1 of 33 failed" and "V-21" in e5.counterexample, (e5.detail, e5.counterexample)
+    assert check_rejection_sampler(replay, level="quick", statistics=False, profile=VLLM_0_32).failed() == []

@@ -35,6 +35,7 @@ from torch import Tensor
 from arctic_ref.spec import VLLM_0_32, draw_noise, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
 from arctic_ref.testing.rejection.corpus import RejectionCase, random_case
+from arctic_ref.testing.rejection.exact import tied_maxima_case
 
 BROKEN_ENGINES: Final = Path(__file__).resolve().parents[2] / "examples" / "broken-engines"
 CASES: Final = int(os.environ.get("ARCTIC_REF_VLLM_CASES", "600"))
@@ -308,28 +309,11 @@ def test_where_the_profiles_part_vllm_takes_vllm_0_32s_side(kernels: Any) -> Non
     assert ours(VLLM_0_32, logits, 2, 0.99, race) == 1
     assert ours(INTENDED, logits, 2, 0.99, race) == 0
 
-    # Greedy argmax in a mixed batch: tied maxima, top-p 0.3 keeps the one the sort puts last.
-    table = torch.tensor([[2.0, 2.0, 0.0], [0.0, 1.0, 2.0]])
-    survivor = int(table[0].sort().indices[-1])
+    # Greedy argmax in a mixed batch: tied maxima, top-p 0.3 keeps the one the sort puts last (V-21).
+    case = tied_maxima_case(greedy_temperature=0.0)
+    survivor = int(case.target_logits[0].sort().indices[-1])
     if survivor == 0:
         pytest.skip("this torch sorts the tie so that the first maximum survives: the row cannot tell")
-    meta = SamplingMetadata(
-        temperature=torch.tensor([0.0, 1.0]),
-        all_greedy=False,
-        all_random=False,
-        top_p=torch.tensor([0.3, 1.0]),
-        generators={1: torch.Generator().manual_seed(0)},
-    )
-    case = RejectionCase(
-        draft_token_ids=torch.tensor([1, 2]),
-        num_draft_tokens=[1, 1],
-        max_spec_len=1,
-        cu_num_draft_tokens=torch.tensor([1, 2]),
-        draft_probs=None,
-        target_logits=table,
-        bonus_token_ids=torch.tensor([[2], [0]]),
-        sampling_metadata=meta,
-    )
     spec, all_logits, sampling = _vllm_inputs(case, case.args())
     row = RejectionSampler(Sampler()).forward(spec, None, all_logits, sampling).sampled_token_ids[0].tolist()
     assert row[0] == survivor

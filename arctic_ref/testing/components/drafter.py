@@ -12,7 +12,7 @@ from typing import Any
 
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, SuffixDrafter
-from arctic_ref.testing.check import Check, CheckRow, Verdict, checks_from_rows
+from arctic_ref.testing.check import Check, CheckRow, Verdict, checks_from_rows, settle
 from arctic_ref.testing.drafts.draft_batteries import (
     draft_replays_in_runner,
     draft_selection,
@@ -52,7 +52,13 @@ def load_drafter(value: str, options: CheckOptions, base_dir: Path | None) -> Dr
 
 def drafter_checks(make: DrafterFactory | None, options: CheckOptions) -> list[Check]:
     """``make(max_model_len)`` builds a fresh drafter (each check gets its own); ``None`` checks ours."""
-    listed = _contract(make or _our_drafter, make.summary if isinstance(make, VllmProposerFactory) else "")
+    vllm = make if isinstance(make, VllmProposerFactory) else None
+    listed = _contract(
+        make or _our_drafter,
+        vllm.summary if vllm else "",
+        one_past_known=vllm.known_one_past if vllm else "",
+        strict=options.strict,
+    )
     if make is not None:
         return listed
     return [*_reference(), *listed]
@@ -62,18 +68,20 @@ def _our_drafter(max_model_len: int) -> Drafter:
     return SuffixDrafter.build(max_model_len)
 
 
-def _contract(make: DrafterFactory, setup: str) -> list[Check]:
+def _contract(make: DrafterFactory, setup: str, *, one_past_known: str = "", strict: bool = False) -> list[Check]:
     """The three contract checks; ``setup`` (how a vLLM proposer was built and called) is added to
-    what each verdict says was compared."""
+    what each verdict says was compared. ``one_past_known``: the catalogue id excusing vLLM's own
+    n-gram drafts of M − N ids in ``bounds`` (a pass that says so, a failure under ``strict``)."""
 
     def noted(verdict: Verdict) -> Verdict:
+        verdict = settle(verdict, strict)
         return replace(verdict, compared=f"{verdict.compared}; {setup}") if setup else verdict
 
     return [
         Check(
             component="drafter",
             id="bounds",
-            run=lambda: noted(drafter_bounds(make)),
+            run=lambda: noted(drafter_bounds(make, one_past_known=one_past_known)),
             meaning="one list per row, [] without a sample (D2), at most min(32, M-N-1) in-vocabulary ids (D8)",
         ),
         Check(

@@ -4,11 +4,10 @@ class; a factory of yours that takes vLLM's keyword arguments works the same way
 value) the checks run on ``arctic_ref.runner.llm.LLM``, the reference runner as an engine."""
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from arctic_ref.check_options import CheckOptions
-from arctic_ref.testing.check import Check, Verdict
+from arctic_ref.testing.check import Check, Verdict, settle
 from arctic_ref.testing.engine import engine_loading
 from arctic_ref.testing.engine.cases import DRAFT_METHODS
 from arctic_ref.testing.engine.distribution import ALPHA, distribution_check
@@ -24,13 +23,6 @@ def load_engine_target(value: str, options: CheckOptions, base_dir: Path | None)
     return engine_loading.load_engine(
         options.option("engine"), value, model=options.engine_model, dtype=options.engine_dtype, base_dir=base_dir
     )
-
-
-def settle(verdict: Verdict, strict: bool) -> Verdict:
-    """A failure that a catalogued upstream bug explains passes (and says so) unless ``strict``."""
-    if verdict.known_difference and not verdict.passed and not strict:
-        return replace(verdict, passed=True)
-    return verdict
 
 
 def engine_checks(target: EngineTarget | None, options: CheckOptions) -> list[Check]:

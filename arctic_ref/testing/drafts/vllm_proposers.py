@@ -38,6 +38,7 @@ from arctic_ref.model.config import tiny_config
 from arctic_ref.runner.vllm_drafting import SPECULATIVE_CONFIG_KEYS
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.testing.drafts.vllm_input_batch import VllmInputBatch
+from arctic_ref.testing.engine.known_bugs import VLLM_0_32_IDENTITY, engine_identity
 from arctic_ref.testing.loading import TargetError
 
 RunnerCall = Literal["ngram", "suffix", "custom_class"]
@@ -219,6 +220,15 @@ class VllmProposerFactory:
     speculative_config: Mapping[str, object]
     summary: str = ""
     """The configuration in vLLM's words, for the checks' reports."""
+
+    @property
+    def known_one_past(self) -> str:
+        """V-23 for vLLM 0.32's own ``NgramProposer`` (the class itself, from the installed vLLM 0.32
+        distribution), which drafts min(k, M − N) ids; "" for any other class, a subclass included."""
+        cls = self.proposer_class
+        if (cls.__module__, cls.__qualname__) != ("vllm.v1.spec_decode.ngram_proposer", "NgramProposer"):
+            return ""
+        return "V-23" if VLLM_0_32_IDENTITY.search(engine_identity(cls)) else ""
 
     def __call__(self, max_model_len: int) -> VllmProposerDrafter:
         config = vllm_config(self.speculative_config, max_model_len)

@@ -23,6 +23,9 @@ class KnownEngineBug:
     summary: str
 
 
+VLLM_0_32_IDENTITY: Final = re.compile(r"^vllm([-_]cpu)? 0\.32\.")
+"""The identities (``engine_identity``) of an installed vLLM 0.32: whose sampler, drafters and
+engine the catalogue's 0.32 entries excuse."""
 SPEC_ON: Final = r"(ngram|suffix) k=\d+"
 KNOWN_ENGINE_BUGS: Final = (
     KnownEngineBug(

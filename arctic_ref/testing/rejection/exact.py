@@ -341,6 +341,8 @@ def _greedy_rows(case: RejectionCase, out: Tensor) -> list[list[int]]:
 
 def _e5_greedy(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
     """Greedy rows follow §1.5 and do not depend on noise, draft probs or top-k/top-p."""
+    if c.profile.greedy_argmax_on == "logits":
+        t.record("E5", _tied_maxima_problem(c))
     for _ in range(n):
         case = c.case(rng)
         if not any(case.greedy):
@@ -355,6 +357,40 @@ def _e5_greedy(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         expected = expected_output(case, random_noise(case, c.profile, rng), c.profile)
         ok = _greedy_rows(case, first) == _greedy_rows(case, second) == _greedy_rows(case, expected)
         t.record("E5", "" if ok else f"greedy rows {_greedy_rows(case, first)} vs {_greedy_rows(case, expected)}")
+
+
+def tied_maxima_case(greedy_temperature: float) -> RejectionCase:
+    """V-21's case: a greedy row whose two largest logits tie ([2, 2, 0]) with top-p 0.3, which keeps
+    only one of them, and draft 1, beside a seeded random row. The greedy row's argmax is the first
+    maximum of the raw logits, whatever top-p and the rest of the batch; a sampler that takes the
+    argmax after top-p (vLLM 0.32) emits the maximum its sort keeps instead."""
+    return RejectionCase(
+        draft_token_ids=torch.tensor([1, 2]),
+        num_draft_tokens=[1, 1],
+        max_spec_len=1,
+        cu_num_draft_tokens=torch.tensor([1, 2]),
+        draft_probs=None,
+        target_logits=torch.tensor([[2.0, 2.0, 0.0], [0.0, 1.0, 2.0]]),
+        bonus_token_ids=torch.tensor([[2], [0]]),
+        sampling_metadata=make_metadata(
+            [None, 1.0],
+            greedy_temperature=greedy_temperature,
+            top_p=[0.3, 1.0],
+            generators={1: torch.Generator().manual_seed(21)},
+        ),
+    )
+
+
+def _tied_maxima_problem(c: Candidate) -> str:
+    """E5's probe of ``tied_maxima_case``: only the greedy row is read, so no noise is needed."""
+    out, _ = c.call(tied_maxima_case(c.greedy_temperature))
+    row = [int(t) for t in out[0].tolist()]
+    if row[:1] == [0]:
+        return ""
+    return (
+        f"a greedy row with tied maxima (logits [2, 2, 0], top-p 0.3, draft 1) beside a random row emitted "
+        f"{row}, not the first maximum 0 (vLLM 0.32's argmax after top-p, V-21)"
+    )
 
 
 def _single(

