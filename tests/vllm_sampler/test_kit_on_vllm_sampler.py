@@ -124,7 +124,9 @@ def test_a_vllm_as_installed_fails_on_the_random_row_checks_v20_explains(tmp_pat
     assert run.returncode == 1 and failed, run
     assert not failed & V20_UNTOUCHED and run.having("passed") >= V20_UNTOUCHED, run
     assert run.having("skipped") >= ROUTE_A_ONLY | NOT_FED, run
-    assert set(run.known.items()) <= set(KNOWN_ON_VLLM_0_32.items()), run.known
+    # Known differences are matched by check id: V-20's garbage temperature can also fail E16's
+    # random case (tau = 1e-5), which the id labels X4 (docs/verification.md §2.5).
+    assert set(run.known.items()) <= set({**KNOWN_ON_VLLM_0_32, "E16": "X4"}.items()), run.known
     symptoms = {check for check in failed if V20_SYMPTOM.search(run.messages[check])}
     assert symptoms & {"E1", "E8", "E12", "RNG-ORDER", "S1", "S2", "S3"}, run.messages
 

@@ -253,6 +253,7 @@ def _import_vllm(option: str, value: str) -> tuple[Any, Any, Any, Any]:
     except Exception as error:  # e.g. V-19: the registry's scan fails once numba is loaded
         raise TargetError(
             f"{option}={value}: vLLM's platform kernels did not register as a V1 worker registers them "
-            f"(register_triton_kernel_overrides raised {type(error).__name__}: {error})"
+            f"(register_triton_kernel_overrides raised {type(error).__name__}: {error}); if numba was loaded "
+            "first (vLLM's n-gram proposer loads it), that is V-19: check the sampler in a process of its own"
         ) from None
     return Sampler, VllmSpecDecodeMetadata, VllmSamplingMetadata, LogitsProcessors
