@@ -44,4 +44,4 @@ def test_cli_engine_bad_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["check", "--engine", "no_such_engine_module:LLM"]) == 2
     assert "does not import" in capsys.readouterr().err
     assert main(["check", "--engine", "arctic_ref.runner.llm:LLM", "--engine-model", str(tmp_path)]) == 2
-    assert "no config.json" in capsys.readouterr().err
+    assert f"--engine-model={tmp_path}: no config.json" in capsys.readouterr().err  # the CLI's own spelling

@@ -21,7 +21,12 @@ from arctic_ref.testing.engine.session import EngineSession
 def load_engine_target(value: str, options: CheckOptions, base_dir: Path | None) -> EngineTarget:
     """The target ``value`` names, shown to import and to serve the model (a probe build)."""
     return engine_loading.load_engine(
-        options.option("engine"), value, model=options.engine_model, dtype=options.engine_dtype, base_dir=base_dir
+        options.option("engine"),
+        value,
+        model=options.engine_model,
+        dtype=options.engine_dtype,
+        base_dir=base_dir,
+        model_option=options.setting("engine-model"),
     )
 
 
@@ -35,6 +40,7 @@ def engine_checks(target: EngineTarget | None, options: CheckOptions) -> list[Ch
             dtype=options.engine_dtype,
             base_dir=None,
             probe=False,
+            model_option=options.setting("engine-model"),
         )
     session = EngineSession(target=target, level=options.level)
     methods = DRAFT_METHODS

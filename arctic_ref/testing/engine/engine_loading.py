@@ -54,15 +54,23 @@ def kit_model() -> str:
 
 
 def load_engine(
-    option: str, value: str, *, model: str | None, dtype: str, base_dir: Path | None, probe: bool = True
+    option: str,
+    value: str,
+    *,
+    model: str | None,
+    dtype: str,
+    base_dir: Path | None,
+    probe: bool = True,
+    model_option: str = "--arctic-ref-engine-model",
 ) -> EngineTarget:
     """The target ``value`` names, after importing it here (its ``SamplingParams`` found) and,
     with ``probe``, one spec-off build in a worker on ``model`` (the kit's when None) that generates
-    two tokens (some engines refuse a model only when they first run it)."""
+    two tokens (some engines refuse a model only when they first run it). ``model_option``: how the
+    user spelled the model's option (the plugin's or the CLI's), for the error that names it."""
     factory = require_callable(option, value, load_target(option, value, base_dir=base_dir))
     find_sampling_params(option, value, factory)
     if model is not None and not (Path(model) / "config.json").is_file():
-        raise TargetError(f"{option}-model={model}: no config.json there (a Hugging Face checkpoint directory)")
+        raise TargetError(f"{model_option}={model}: no config.json there (a Hugging Face checkpoint directory)")
     target = EngineTarget(
         name=value,
         model=model or kit_model(),
