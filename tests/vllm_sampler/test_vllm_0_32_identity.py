@@ -17,6 +17,7 @@ catches the bug when it is back. V-17 (vLLM raises on a batch without a draft to
 but no top-p) is counted, not compared. The CPU kernel's float32 cast of the uniforms (V-18) is
 measured against the float64 rule in ``test_v18_float32_cast_of_the_uniforms``."""
 
+import functools
 import os
 import random
 import sys
@@ -36,6 +37,7 @@ from arctic_ref.spec import VLLM_0_32, draw_noise, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
 from arctic_ref.testing.rejection.corpus import RejectionCase, random_case
 from arctic_ref.testing.rejection.exact import tied_maxima_case
+from arctic_ref.testing.rejection.vllm_class import VllmClassSampler
 
 BROKEN_ENGINES: Final = Path(__file__).resolve().parents[2] / "examples" / "broken-engines"
 CASES: Final = int(os.environ.get("ARCTIC_REF_VLLM_CASES", "600"))
@@ -58,54 +60,23 @@ def kernels() -> Iterator[Any]:
     override._impl, override.func = original
 
 
-def _vllm_inputs(case: RejectionCase, args: tuple[Any, ...]) -> tuple[Any, Tensor, Any]:
-    """vLLM's SpecDecodeMetadata, the [T + B, V] logits and vLLM's SamplingMetadata for one case:
-    request i's nᵢ draft rows, then its bonus row."""
-    from vllm.v1.sample.logits_processor import LogitsProcessors
-    from vllm.v1.sample.metadata import SamplingMetadata
-    from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
+@functools.cache
+def _adapter() -> VllmClassSampler:
+    """The kit's adapter for vLLM's class, used here only for the inputs it builds (after ``kernels``
+    registered the CPU kernels, so it registers nothing itself)."""
+    from vllm.v1.sample.rejection_sampler import RejectionSampler
 
+    return VllmClassSampler(
+        "--arctic-ref-sampler", "vllm.v1.sample.rejection_sampler:RejectionSampler", RejectionSampler, "cpu"
+    )
+
+
+def _vllm_inputs(args: tuple[Any, ...]) -> tuple[Any, Tensor, Any]:
+    """vLLM's SpecDecodeMetadata, the [T + B, V] logits (request i's nᵢ draft rows, then its bonus
+    row, 0 at the bonus id and −inf elsewhere) and vLLM's SamplingMetadata for one case, as the kit's
+    adapter builds them, with the runner's ``max_spec_len = max(num_draft_tokens)``."""
     drafts, counts, _, cu, _, target_logits, bonus, meta = args
-    num_reqs, vocab = len(counts), case.vocab
-    sampled = torch.tensor(counts, dtype=torch.int32) + 1
-    cu_sampled = sampled.cumsum(0).to(torch.int32)
-    bonus_index = cu_sampled - 1
-    target_index = torch.cat(
-        [torch.arange(int(e) - n - 1, int(e) - 1) for e, n in zip(cu_sampled, counts, strict=True)]
-    )
-    logits = torch.full((int(cu_sampled[-1]), vocab), float("-inf"))
-    logits[target_index.long()] = target_logits
-    logits[bonus_index.long(), bonus.reshape(-1)] = 0.0
-    spec = SpecDecodeMetadata(
-        draft_token_ids=drafts.to(torch.int32),
-        num_draft_tokens=list(counts),
-        cu_num_draft_tokens=cu.to(torch.int32),
-        cu_num_sampled_tokens=cu_sampled,
-        target_logits_indices=target_index.to(torch.int32),
-        bonus_logits_indices=bonus_index,
-        logits_indices=torch.arange(logits.shape[0], dtype=torch.int32),
-    )
-    split = torch.split(drafts, counts)
-    sampling = SamplingMetadata(
-        temperature=meta.temperature,
-        all_greedy=meta.all_greedy,
-        all_random=meta.all_random,
-        top_p=meta.top_p,
-        top_k=None if meta.top_k is None else meta.top_k.to(torch.int32),
-        generators=meta.generators,
-        max_num_logprobs=None,
-        no_penalties=True,
-        prompt_token_ids=None,
-        frequency_penalties=torch.zeros(num_reqs),
-        presence_penalties=torch.zeros(num_reqs),
-        repetition_penalties=torch.ones(num_reqs),
-        output_token_ids=[[] for _ in range(num_reqs)],
-        allowed_token_ids_mask=None,
-        bad_words_token_ids={},
-        logitsprocs=LogitsProcessors(),
-        spec_token_ids=[d.tolist() for d in split],
-    )
-    return spec, logits, sampling
+    return _adapter().vllm_inputs(drafts, counts, max(counts), cu, target_logits, bonus, meta)
 
 
 def bonus_stage_draws(args: tuple[Any, ...]) -> None:
@@ -128,7 +99,7 @@ def _v17(case: RejectionCase) -> bool:
 def _compare(sampler: Any, case: RejectionCase, index: int, seed: int) -> str:
     """'' if vLLM and VLLM_0_32 agree on the rows and on every generator state afterwards."""
     theirs_args = case.args()
-    spec, logits, sampling = _vllm_inputs(case, theirs_args)
+    spec, logits, sampling = _vllm_inputs(theirs_args)
     torch.manual_seed(seed)
     theirs = sampler.forward(spec, case.draft_probs, logits, sampling).sampled_token_ids
     their_global = torch.get_rng_state()
@@ -314,7 +285,7 @@ def test_where_the_profiles_part_vllm_takes_vllm_0_32s_side(kernels: Any) -> Non
     survivor = int(case.target_logits[0].sort().indices[-1])
     if survivor == 0:
         pytest.skip("this torch sorts the tie so that the first maximum survives: the row cannot tell")
-    spec, all_logits, sampling = _vllm_inputs(case, case.args())
+    spec, all_logits, sampling = _vllm_inputs(case.args())
     row = RejectionSampler(Sampler()).forward(spec, None, all_logits, sampling).sampled_token_ids[0].tolist()
     assert row[0] == survivor
     assert (

@@ -171,6 +171,34 @@ class VllmClassSampler:
         bonus_token_ids: Tensor,
         sampling_metadata: SamplingMetadata,
     ) -> Tensor:
+        metadata, logits, sampling = self.vllm_inputs(
+            draft_token_ids,
+            num_draft_tokens,
+            max_spec_len,
+            cu_num_draft_tokens,
+            target_logits,
+            bonus_token_ids,
+            sampling_metadata,
+        )
+        output = self.instance(metadata, draft_probs, logits, sampling)
+        tokens = getattr(output, "sampled_token_ids", None)
+        if not isinstance(tokens, Tensor):
+            raise TypeError(f"{self.name}.forward returned {type(output).__name__}, not a SamplerOutput")
+        return tokens
+
+    def vllm_inputs(
+        self,
+        draft_token_ids: Tensor,
+        num_draft_tokens: list[int],
+        max_spec_len: int,
+        cu_num_draft_tokens: Tensor,
+        target_logits: Tensor,
+        bonus_token_ids: Tensor,
+        sampling_metadata: SamplingMetadata,
+    ) -> tuple[Any, Tensor, Any]:
+        """``forward``'s ``metadata``, ``logits`` [T + B, V] and ``sampling_metadata`` for the kit's
+        arguments (module docstring: the runner's indices, the forced bonus rows, the neutral
+        sampling metadata with the kit's tensors and generators passed through)."""
         device = target_logits.device
         drafts = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
         sampled = drafts + 1
@@ -193,12 +221,7 @@ class VllmClassSampler:
             logits_indices=torch.arange(logits.shape[0], dtype=torch.int32, device=device),
         )
         metadata.max_spec_len = max_spec_len  # the kit's argument (module docstring)
-        sampling = self._vllm_sampling(sampling_metadata, num_draft_tokens, draft_token_ids)
-        output = self.instance(metadata, draft_probs, logits, sampling)
-        tokens = getattr(output, "sampled_token_ids", None)
-        if not isinstance(tokens, Tensor):
-            raise TypeError(f"{self.name}.forward returned {type(output).__name__}, not a SamplerOutput")
-        return tokens
+        return metadata, logits, self._vllm_sampling(sampling_metadata, num_draft_tokens, draft_token_ids)
 
     def _vllm_sampling(self, meta: SamplingMetadata, num_draft_tokens: list[int], draft_token_ids: Tensor) -> Any:
         """vLLM's ``SamplingMetadata`` for the kit's, as ``InputBatch._make_sampling_metadata`` makes
