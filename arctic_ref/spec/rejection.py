@@ -24,7 +24,13 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, Race, SamplerProfile, SpecLengthError
 from arctic_ref.spec.rejection_triton import NAN_MESSAGE, fused_kernels, fused_supported
-from arctic_ref.spec.sampling import compute_target_probs, greedy_source, greedy_tokens, request_of_rows
+from arctic_ref.spec.sampling import (
+    compute_target_probs,
+    greedy_source,
+    greedy_tokens,
+    process_logits,
+    request_of_rows,
+)
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 _INT_DTYPES = (torch.int32, torch.int64)
@@ -359,17 +365,21 @@ def _sample(
     position = torch.arange(num_tokens, device=device) - starts[rows]
     drafts = draft_token_ids.to(torch.int64)
     greedy_row = sampling_metadata.is_greedy(num_reqs, device)[rows]
-    probs = (
-        None
-        if all_greedy
-        else compute_target_probs(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
-    )
+    probs, masked = None, None
+    if not all_greedy and profile.greedy_argmax_on == "masked_logits_if_mixed":
+        # The masked logits serve the greedy rows and, through one softmax, the random ones.
+        masked = process_logits(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
+        probs = masked.softmax(dim=-1, dtype=torch.float32)
+    elif not all_greedy:
+        probs = compute_target_probs(target_logits, cu_num_draft_tokens, sampling_metadata, profile=profile)
     accepted = torch.zeros(num_tokens, dtype=torch.bool, device=device)
     final = torch.zeros(num_tokens, dtype=torch.int64, device=device)
     invalid = torch.zeros((), dtype=torch.bool, device=device)
     if not sampling_metadata.all_random:
         best, best_value = greedy_tokens(
             greedy_source(target_logits, cu_num_draft_tokens, sampling_metadata, probs, profile=profile)
+            if masked is None
+            else masked
         )
         accepted = torch.where(greedy_row, best == drafts, accepted)
         final = torch.where(greedy_row, best, final)
