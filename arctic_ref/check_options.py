@@ -7,7 +7,9 @@ so no choice is spelled twice."""
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-Component = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "model", "engine"]
+Component = Literal[
+    "suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "drafting", "model", "layouts", "engine"
+]
 """What a check tests, in the order ``arctic-ref check`` runs them."""
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 TargetComponent = Literal["suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "engine"]
@@ -72,7 +74,7 @@ class CheckOptions:
     """The ``dtype`` every engine build gets."""
     drafter_config: str | None = None
     """A JSON object of vLLM ``speculative_config`` keys that a vLLM proposer class checked as a drafter
-    is built with, over the adapter's defaults (``arctic_ref.testing.drafts.vllm_proposers``); None:
+    is built with, over the adapter's defaults (``arctic_ref.testing.drafter.vllm_proposers``); None:
     the defaults. Refused for a ``propose(rows)`` drafter."""
     option_prefix: str = "--arctic-ref-"
     """How an option is named in messages: ``--arctic-ref-`` for pytest, ``--impl `` for the CLI."""

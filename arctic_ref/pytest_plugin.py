@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from arctic_ref.suffix.cache import SuffixDecodingCache
     from arctic_ref.testing.check import Check
-    from arctic_ref.testing.layouts.matrix import LayoutCase, LayoutOutcome
+    from arctic_ref.testing.layout_matrix import LayoutCase, LayoutOutcome
     from arctic_ref.testing.rejection.report import ConformanceReport
 
 
@@ -241,7 +241,7 @@ def arctic_ref_layout_runner() -> "Callable[[LayoutCase], LayoutOutcome]":
     """``run_layout(case)``: one ``LayoutCase`` (``LAYOUTS[i]``, or one changed with
     ``dataclasses.replace``) run on its world size over gloo; returns rank 0's ``LayoutOutcome``,
     to ``compare`` with ``run_layout(LAYOUTS[0])``."""
-    from arctic_ref.testing.layouts.matrix import run_layout  # lazy: see the module docstring
+    from arctic_ref.testing.layout_matrix import run_layout  # lazy: see the module docstring
 
     return run_layout
 

@@ -11,10 +11,7 @@ import pytest
 
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.parallel.plan import StepMode
-from arctic_ref.testing.layouts.cross_mode import check_cross_mode
-from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
-from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
-from arctic_ref.testing.layouts.matrix import (
+from arctic_ref.testing.layout_matrix import (
     BY_NAME,
     CONFORMANCE_PACKED,
     CONFORMANCE_SPECULATIVE,
@@ -26,6 +23,9 @@ from arctic_ref.testing.layouts.matrix import (
     compare,
     run_cases,
 )
+from arctic_ref.testing.layouts.cross_mode import check_cross_mode
+from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
+from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
 from arctic_ref.testing.layouts.rank_figure import RankFigure, values
 from arctic_ref.testing.layouts.volume_check import check_volumes
 

@@ -12,7 +12,7 @@ from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.prompts import builtin_prompts
-from arctic_ref.testing.layouts.matrix import L9, LAYOUTS, TOLERANCE, compare, run_cases
+from arctic_ref.testing.layout_matrix import L9, LAYOUTS, TOLERANCE, compare, run_cases
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 SOLO = SoloComm(0)

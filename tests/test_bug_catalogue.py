@@ -1,4 +1,4 @@
-"""The bug catalogue's coverage table (``arctic_ref.testing.bug_catalogue``) held to the code: every id
+"""The bug catalogue's coverage table (``tests/bug_coverage.py``) held to the code: every id
 of docs/bugs.md once, every cited test defined, every battery known, docs/bugs.md's table rendered
 from it; and the replays that live here (AI-15)."""
 
@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from bug_coverage import CATALOGUE, BugCoverage, render_table
 
 from arctic_ref.check_options import CheckOptions
-from arctic_ref.testing.bug_catalogue import CATALOGUE, BugCoverage, render_table
 from arctic_ref.testing.front_door import our_checks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,8 +45,6 @@ FLAGS = {  # (frozen, slots, every field keyword-only)
     "arctic_ref.runner.drafters.NoDrafter": (True, True, True),
     "arctic_ref.runner.drafters.SuffixDrafter": (False, True, False),  # owns its suffix cache
     "arctic_ref.runner.drafters.NgramDrafter": (True, True, False),
-    "arctic_ref.runner.drafters.OracleDrafter": (True, True, False),
-    "arctic_ref.runner.drafters.JunkDrafter": (False, True, False),  # owns its random stream
     "arctic_ref.runner.drafters.HiddenRowProposer": (True, True, False),
     "arctic_ref.runner.drafters.SpeculatorDrafter": (False, True, False),  # owns its suffix cache
 }

@@ -1,6 +1,6 @@
 """``RunnerStages``: the plumbing stages of the engine step that a bug replay may swap (docs/runner.md §1.2
 rule 2 and stage 6), the intended ones by default. A replay is a value given to ``ReferenceRunner``,
-never a patch (``arctic_ref.testing.drafts.runner_replays`` holds vLLM's V-11 and V-14)."""
+never a patch (``arctic_ref.testing.drafting.runner_replays`` holds vLLM's V-11 and V-14)."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

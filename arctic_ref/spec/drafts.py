@@ -5,7 +5,7 @@
 This module is the only implementation of draft selection. The runner's drafters
 (``arctic_ref.runner.drafters``) are thin adapters around ``propose_draft_token_ids``: they own a
 suffix cache or a speculator forward, nothing else. The rule is a pipeline of small stages held in a
-frozen ``DraftRules`` value; the bug replays (``arctic_ref.testing.drafts.replays``) swap one stage
+frozen ``DraftRules`` value; the bug replays (``arctic_ref.testing.drafting.replays``) swap one stage
 for the seed's buggy version — an injected value, never a patch — and the same value is injected
 into a running ``ReferenceRunner`` through its drafter.
 """

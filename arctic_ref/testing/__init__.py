@@ -41,10 +41,10 @@ if _MISSING is not None:  # the product itself needs neither; the kit needs both
 
 if TYPE_CHECKING:
     from arctic_ref.testing.check import Check, Verdict, run_check
-    from arctic_ref.testing.drafts.replays import BUG_REPLAYS
-    from arctic_ref.testing.drafts.selection import check_draft_selection
+    from arctic_ref.testing.drafting.replays import BUG_REPLAYS
+    from arctic_ref.testing.drafting.selection import check_draft_selection
     from arctic_ref.testing.front_door import component_checks, our_checks
-    from arctic_ref.testing.layouts.matrix import LAYOUTS, compare, run_cases
+    from arctic_ref.testing.layout_matrix import LAYOUTS, compare, run_cases
     from arctic_ref.testing.rejection.kit import check_rejection_sampler
     from arctic_ref.testing.rejection.report import ConformanceReport, RejectionSampleFn
     from arctic_ref.testing.suffix.machines import (
@@ -69,11 +69,11 @@ _HOME: Final[dict[str, str]] = {
     "SuffixTreeMachine": "arctic_ref.testing.suffix.machines",
     "SuffixCacheMachine": "arctic_ref.testing.suffix.machines",
     "reference_trees": "arctic_ref.testing.suffix.machines",
-    "BUG_REPLAYS": "arctic_ref.testing.drafts.replays",
-    "check_draft_selection": "arctic_ref.testing.drafts.selection",
-    "LAYOUTS": "arctic_ref.testing.layouts.matrix",
-    "compare": "arctic_ref.testing.layouts.matrix",
-    "run_cases": "arctic_ref.testing.layouts.matrix",
+    "BUG_REPLAYS": "arctic_ref.testing.drafting.replays",
+    "check_draft_selection": "arctic_ref.testing.drafting.selection",
+    "LAYOUTS": "arctic_ref.testing.layout_matrix",
+    "compare": "arctic_ref.testing.layout_matrix",
+    "run_cases": "arctic_ref.testing.layout_matrix",
 }
 """Where each public name is defined."""
 

@@ -41,17 +41,13 @@ def component_checks(
             None if value is None else sampler.load_sampler(value, options, base_dir), options
         )
     if component == "drafter":
-        from arctic_ref.testing.components import drafter
+        from arctic_ref.testing.drafter import checks as drafter
 
-        return drafter.drafter_checks(
-            None if value is None else drafter.load_drafter(value, options, base_dir), options
-        )
+        return drafter.checks(None if value is None else drafter.load(value, options, base_dir), options)
     if component == "exchange":
-        from arctic_ref.testing.components import exchange
+        from arctic_ref.testing.exchange import checks as exchange
 
-        return exchange.exchange_checks(
-            None if value is None else exchange.load_exchange_target(value, options, base_dir), options
-        )
+        return exchange.checks(None if value is None else exchange.load(value, options, base_dir), options)
     if component == "engine":
         from arctic_ref.testing.components import live_engine
 
@@ -60,12 +56,30 @@ def component_checks(
         )
     if value is not None:
         raise TargetError(f"{options.option(component)}={value}: the {component} component checks arctic_ref's only")
+    if component == "drafting":
+        from arctic_ref.testing.drafting import checks as drafting
+
+        return drafting.checks(options)
+    if component == "layouts":
+        from arctic_ref.testing.layouts import checks as layouts
+
+        return layouts.checks(options)
     from arctic_ref.testing.components import model
 
     return model.model_checks(options)
 
 
-RUN_ORDER: tuple[Component, ...] = ("suffix-tree", "suffix-cache", "sampler", "drafter", "model", "exchange", "engine")
+RUN_ORDER: tuple[Component, ...] = (
+    "suffix-tree",
+    "suffix-cache",
+    "sampler",
+    "drafting",
+    "drafter",
+    "model",
+    "layouts",
+    "exchange",
+    "engine",
+)
 """``arctic-ref check``'s order: the multi-process exchange matrix, then the whole engine, last."""
 assert sorted(RUN_ORDER) == sorted(COMPONENTS)
 

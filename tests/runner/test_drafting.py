@@ -9,7 +9,7 @@ import pytest
 from arctic_ref.runner.drafters import NoDrafter, SpeculatorDrafter, SuffixDrafter
 from arctic_ref.spec.drafts import INTENDED_RULES, DraftConfig, DraftRow, DraftRules, SuffixQuery, arctic_budgets
 from arctic_ref.spec.drafts import suffix_query as intended_query
-from arctic_ref.testing.drafts.in_runner import (
+from arctic_ref.testing.drafting.in_runner import (
     DRAFTERS,
     DraftTrace,
     RunnerDrafter,
@@ -19,8 +19,8 @@ from arctic_ref.testing.drafts.in_runner import (
     replay_drafter,
     trace_drafts,
 )
-from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay, replay_by_id
-from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, RunnerReplay
+from arctic_ref.testing.drafting.replays import BUG_REPLAYS, BugReplay, replay_by_id
+from arctic_ref.testing.drafting.runner_replays import RUNNER_REPLAYS, RunnerReplay
 
 
 def _recording(calls: list[str]) -> DraftRules:

@@ -14,16 +14,17 @@ from arctic_ref.model.config import ModelConfig, tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, RequestResult, SamplingParams, SchedulerConfig, build_runner, run_requests
-from arctic_ref.runner.drafters import Drafter, JunkDrafter, NgramDrafter, OracleDrafter, SuffixDrafter, ngram_draft
+from arctic_ref.runner.drafters import Drafter, NgramDrafter, SuffixDrafter, ngram_draft
 from arctic_ref.runner.engine import RequestDriver, SampleRecord, request_id
 from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import RequestState
 from arctic_ref.runner.scheduler import SimpleScheduler
 from arctic_ref.runner.trace_forcing import TraceForcing, repeated_span_trace
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram, check_ngram_rows
-from arctic_ref.testing.drafts.replays import replay_by_id
-from arctic_ref.testing.drafts.runner_replays import MisplacedNgramDrafter
+from arctic_ref.testing.drafter_doubles import JunkDrafter, OracleDrafter
+from arctic_ref.testing.drafting.ngram_oracle import brute_force_ngram, check_ngram_rows
+from arctic_ref.testing.drafting.replays import replay_by_id
+from arctic_ref.testing.drafting.runner_replays import MisplacedNgramDrafter
 from arctic_ref.types import ReqId
 
 SOLO = SoloComm(0)

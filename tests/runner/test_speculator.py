@@ -20,10 +20,8 @@ from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.drafters import (
     HiddenRowProposer,
-    JunkDrafter,
     NgramDrafter,
     NgramRule,
-    OracleDrafter,
     SpeculatorDrafter,
     SuffixDrafter,
     ngram_draft,
@@ -40,8 +38,9 @@ from arctic_ref.runner.speculator import (
 )
 from arctic_ref.spec.drafts import DraftConfig, DraftRow, DraftRules, arctic_config, propose_draft_token_ids
 from arctic_ref.suffix.cache import SuffixDecodingCache, SuffixDecodingDraft
-from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram
-from arctic_ref.testing.drafts.replays import replay_by_id
+from arctic_ref.testing.drafter_doubles import JunkDrafter, OracleDrafter
+from arctic_ref.testing.drafting.ngram_oracle import brute_force_ngram
+from arctic_ref.testing.drafting.replays import replay_by_id
 
 CONFIG = tiny_config()
 SOLO = SoloComm(0)

@@ -11,9 +11,10 @@ from arctic_ref.model.config import ModelConfig, tiny_config
 from arctic_ref.model.weights import random_weights
 from arctic_ref.parallel import ParallelLayout, RankGroups, SoloComm
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
-from arctic_ref.runner.drafters import Drafter, NoDrafter, OracleDrafter, SuffixDrafter
+from arctic_ref.runner.drafters import Drafter, NoDrafter, SuffixDrafter
 from arctic_ref.runner.engine import RequestResult
 from arctic_ref.runner.prompts import builtin_prompts
+from arctic_ref.testing.drafter_doubles import OracleDrafter
 
 SOLO = SoloComm(0)
 GROUPS = RankGroups(rank=0, tp=SOLO, sp=SOLO, shift=SOLO)

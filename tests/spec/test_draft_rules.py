@@ -22,7 +22,7 @@ from arctic_ref.spec.drafts import (
 )
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.suffix import SuffixDecodingCache
-from arctic_ref.testing.drafts.selection import CountingProposer
+from arctic_ref.testing.drafting.selection import CountingProposer
 
 
 @pytest.mark.parametrize(

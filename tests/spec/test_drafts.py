@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from arctic_ref.spec.drafts import DraftConfig, DraftRow, min_score, propose_draft_token_ids, suffix_query
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.suffix import SuffixDecodingCache
-from arctic_ref.testing.drafts.replays import BUG_REPLAYS, BugReplay
-from arctic_ref.testing.drafts.selection import CountingProposer, check_draft_selection
+from arctic_ref.testing.drafting.replays import BUG_REPLAYS, BugReplay
+from arctic_ref.testing.drafting.selection import CountingProposer, check_draft_selection
 
 
 def test_intended_rules_pass_every_check() -> None:

@@ -1,4 +1,4 @@
-"""vLLM 0.32's own proposers through the kit's adapter (``arctic_ref.testing.drafts.vllm_proposers``)
+"""vLLM 0.32's own proposers through the kit's adapter (``arctic_ref.testing.drafter.vllm_proposers``)
 draft exactly what arctic_ref's vLLM-semantics drafters (``arctic_ref.runner.vllm_drafting``) draft
 with the same ``speculative_config``, row for row and step by step, on random workloads: requests that
 come and go, partial prefills (whose discarded sample must not leak), rows that reach
@@ -19,8 +19,8 @@ pytest.importorskip("vllm.config")  # plain "vllm" also finds tests/vllm as a na
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.runner.vllm_drafting import VllmSuffixDrafter, drafter_for
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.drafts.drafter_contract import drafter_bounds
-from arctic_ref.testing.drafts.vllm_proposers import (
+from arctic_ref.testing.drafter.contract import drafter_bounds
+from arctic_ref.testing.drafter.vllm_proposers import (
     VllmProposerDrafter,
     VllmProposerFactory,
     load_vllm_proposer,

@@ -12,9 +12,9 @@ import pytest
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.cli import main
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.components.drafter import load_drafter
-from arctic_ref.testing.drafts.vllm_input_batch import VllmInputBatch
-from arctic_ref.testing.drafts.vllm_proposers import (
+from arctic_ref.testing.drafter.checks import load_drafter
+from arctic_ref.testing.drafter.vllm_input_batch import VllmInputBatch
+from arctic_ref.testing.drafter.vllm_proposers import (
     VllmProposerDrafter,
     parse_drafter_config,
     proposer_speculative_config,

@@ -28,8 +28,8 @@ from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import speculator_for
 from arctic_ref.runner.stages import INTENDED_STAGES, RunnerStages
 from arctic_ref.spec.drafts import INTENDED_RULES, DraftRules, DraftStats, arctic_config, suffix_config
-from arctic_ref.testing.drafts.replays import BugReplay
-from arctic_ref.testing.drafts.runner_replays import RunnerReplay
+from arctic_ref.testing.drafting.replays import BugReplay
+from arctic_ref.testing.drafting.runner_replays import RunnerReplay
 
 MAX_MODEL_LEN = 64
 GATE = 3

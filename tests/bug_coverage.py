@@ -1,7 +1,7 @@
 """Coverage of the upstream bug catalogue (``docs/bugs.md``): for every id, where the bug is brought
 back (the fixture), what catches it (a test node id or an ``arctic-ref check`` battery) and how it
-stands. ``tests/test_bug_catalogue.py`` holds this table to the code: every id once, every cited
-test defined, and the README's table rendered from it.
+stands: test data beside its test, not part of the kit. ``tests/test_bug_catalogue.py`` holds this
+table to the code: every id once, every cited test defined, and docs/bugs.md's table rendered from it.
 
 Statuses:
 
@@ -41,7 +41,7 @@ _S = "tests/vllm_sampler/"
 CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(
         id="AI-1",
-        fixture="`BugReplay` B4-literal (`testing/drafts/replays.py`)",
+        fixture="`BugReplay` B4-literal (`testing/drafting/replays.py`)",
         check=f"{_T}spec/test_drafts.py::test_each_bug_replay_is_caught_by_its_own_check, check:draft-selection",
         status="inert",
         note="the literal double assignment; must pass, passes",
@@ -298,7 +298,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     BugCoverage(
         id="V-11",
         fixture="`RunnerReplay` V-11 (`drafts_one_slot_early`, the `row_tokens` stage; "
-        "`testing/drafts/runner_replays.py`)",
+        "`testing/drafting/runner_replays.py`)",
         check=f"{_T}runner/test_drafting.py::test_each_runner_replay_breaks_a_runner_rule, check:draft-runner",
         status="caught",
         note="greedy losslessness fails; a representative wrong offset",

@@ -1,9 +1,9 @@
 """The drafter component: checks of any drafter under the protocol the runner uses (``propose(rows)``,
 or ``propose_with_hidden(rows, sample_hidden, num_drafts)``), built by ``factory(max_model_len)`` or
 ``factory()``; or of a vLLM 0.32 proposer class, built and called as vLLM's runner builds and calls
-it (``arctic_ref.testing.drafts.vllm_proposers``). On ours (the runner's ``SuffixDrafter``) the same
-checks run, and beside them the checks of arctic_ref's own drafting: the selection rules and the
-seed's bug replays, the replays in a running runner, the suffix cache rules and the speculators."""
+it (``arctic_ref.testing.drafter.vllm_proposers``). On ours (the runner's ``SuffixDrafter``) the same
+checks run; the checks of arctic_ref's own drafting rules are the ``drafting`` component's
+(``arctic_ref.testing.drafting.checks``)."""
 
 from collections.abc import Callable
 from dataclasses import replace
@@ -12,21 +12,15 @@ from typing import Any
 
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.runner.drafters import Drafter, HiddenStateDrafter, SuffixDrafter
-from arctic_ref.testing.check import Check, CheckRow, Verdict, checks_from_rows, settle
-from arctic_ref.testing.drafts.draft_batteries import (
-    draft_replays_in_runner,
-    draft_selection,
-    speculator_checks,
-    suffix_runner_rules,
-)
-from arctic_ref.testing.drafts.drafter_contract import drafter_bounds, drafter_lossless
-from arctic_ref.testing.drafts.vllm_proposers import SETTING, VllmProposerFactory, load_vllm_proposer, runner_call
+from arctic_ref.testing.check import Check, Verdict, settle
+from arctic_ref.testing.drafter.contract import drafter_bounds, drafter_lossless
+from arctic_ref.testing.drafter.vllm_proposers import SETTING, VllmProposerFactory, load_vllm_proposer, runner_call
 from arctic_ref.testing.loading import TargetError, arity, build, load_target, require_callable
 
 DrafterFactory = Callable[[int], Drafter | HiddenStateDrafter]
 
 
-def load_drafter(value: str, options: CheckOptions, base_dir: Path | None) -> DrafterFactory:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> DrafterFactory:
     """``make(max_model_len)`` over the factory ``value`` names, after one probe drafter showed a
     ``propose`` or ``propose_with_hidden`` method; or, where ``value`` names a vLLM proposer class,
     over that class (``load_vllm_proposer``), the only kind ``options.drafter_config`` applies to."""
@@ -50,7 +44,7 @@ def load_drafter(value: str, options: CheckOptions, base_dir: Path | None) -> Dr
     return lambda max_model_len: build(option, value, factory, *([max_model_len] * params))
 
 
-def drafter_checks(make: DrafterFactory | None, options: CheckOptions) -> list[Check]:
+def checks(make: DrafterFactory | None, options: CheckOptions) -> list[Check]:
     """``make(max_model_len)`` builds a fresh drafter (each check gets its own); ``None`` checks ours."""
     vllm = make if isinstance(make, VllmProposerFactory) else None
     listed = _contract(
@@ -59,9 +53,7 @@ def drafter_checks(make: DrafterFactory | None, options: CheckOptions) -> list[C
         one_past_known=vllm.known_one_past if vllm else "",
         strict=options.strict,
     )
-    if make is not None:
-        return listed
-    return [*_reference(), *listed]
+    return listed
 
 
 def _our_drafter(max_model_len: int) -> Drafter:
@@ -97,33 +89,3 @@ def _contract(make: DrafterFactory, setup: str, *, one_past_known: str = "", str
             meaning="greedy output with your drafts equals the output without, at 64 tokens per step",
         ),
     ]
-
-
-def _reference() -> list[Check]:
-    rows: list[CheckRow] = [
-        (
-            "draft-selection",
-            "draft selection and bug replays (B1-B4, AI-16, AI-17)",
-            "the intended selection rules pass every check; each seed bug replay fails a check named by it",
-            draft_selection,
-        ),
-        (
-            "draft-runner",
-            "draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
-            "each replay injected into a running runner changes drafts at some step and stays lossless",
-            draft_replays_in_runner,
-        ),
-        (
-            "suffix-runner",
-            "suffix-runner: cache rules, pattern, max_spec, #132 fixture",
-            "the runner's suffix drafter follows docs/runner.md §2's cache rules, pattern and budget",
-            suffix_runner_rules,
-        ),
-        (
-            "speculator",
-            "speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)",
-            "the MLP/LSTM speculators, batched equal literal; the n-gram rules row by row",
-            speculator_checks,
-        ),
-    ]
-    return checks_from_rows("drafter", rows)

@@ -1,6 +1,6 @@
 """The draft-selection conformance suite (docs/verification.md §4): scenarios that run
 ``propose_draft_token_ids`` under any ``DraftRules`` value. The intended rules pass every check; each
-bug replay (``arctic_ref.testing.drafts.replays``) fails at least one check named by its id (the
+bug replay (``arctic_ref.testing.drafting.replays``) fails at least one check named by its id (the
 meta-test in ``tests/spec/test_drafts.py``).
 """
 

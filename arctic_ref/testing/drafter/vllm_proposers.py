@@ -37,7 +37,7 @@ from arctic_ref.check_options import CheckOptions
 from arctic_ref.model.config import tiny_config
 from arctic_ref.runner.vllm_drafting import SPECULATIVE_CONFIG_KEYS
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.drafts.vllm_input_batch import VllmInputBatch
+from arctic_ref.testing.drafter.vllm_input_batch import VllmInputBatch
 from arctic_ref.testing.engine.known_bugs import VLLM_0_32_IDENTITY, engine_identity
 from arctic_ref.testing.loading import TargetError
 

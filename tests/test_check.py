@@ -1,5 +1,6 @@
-"""The time bound of the plugin's checks: a check that does not finish fails with what happened,
-and an outer alarm (pytest-timeout's) keeps its deadline."""
+"""The kit's check model (``arctic_ref.testing.check``): a check that does not finish within its bound fails
+with what happened, an outer alarm (pytest-timeout's) keeps its deadline, a shared run runs once,
+an exception is described with its notes, and the report keeps one line per row."""
 
 import signal
 import time

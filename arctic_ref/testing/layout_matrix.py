@@ -1,5 +1,7 @@
-"""Layout conformance (docs/parallel.md §5): run the built-in prompts greedily in one layout on every
-rank, and compare a layout's logits and tokens with the single-rank baseline L0.
+"""The layout matrix (docs/parallel.md §5), shared by the ``layouts`` component (arctic_ref's own
+layouts) and the ``exchange`` component (yours, run inside those layouts): the cases L0-L9, running
+the built-in prompts greedily in one layout on every rank, and comparing a layout's logits and tokens
+with the single-rank baseline L0.
 
 The rank workers are module-level functions so ``spawn_ranks`` can start them by name."""
 
@@ -19,10 +21,8 @@ from arctic_ref.parallel.ulysses import ULYSSES, Exchange
 from arctic_ref.runner.drafters import (
     Drafter,
     HiddenStateDrafter,
-    JunkDrafter,
     NgramDrafter,
     NoDrafter,
-    OracleDrafter,
     SpeculatorDrafter,
     SuffixDrafter,
 )
@@ -32,11 +32,7 @@ from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.runner.speculator import Kind, speculator_for
 from arctic_ref.spec.drafts import arctic_config
-from arctic_ref.testing.layouts.cross_mode import check_cross_mode
-from arctic_ref.testing.layouts.exchanges import check_exchanges, check_kv_invariance, check_logits_order
-from arctic_ref.testing.layouts.isolation import check_interleaved_layouts
-from arctic_ref.testing.layouts.rank_figure import RankFigure, prefixed
-from arctic_ref.testing.layouts.volume_check import check_volumes
+from arctic_ref.testing.drafter_doubles import JunkDrafter, OracleDrafter
 from arctic_ref.testing.loading import build, load_target, require_callable, require_methods
 
 TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2, 5e-3)}  # (max, mean) |Δ|
@@ -270,36 +266,6 @@ def compare(baseline: LayoutOutcome, other: LayoutOutcome) -> Comparison:
         min_margin=min(margins) if margins else float("nan"),
         failed=failed,
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorldOutcome:
-    """Everything one spawn of a world size produced, as rank 0 saw it: its layout outcomes and its
-    check figures. The other ranks' figures are not returned (a rank that raises fails the spawn);
-    ``conformance/`` asserts the checks on every rank."""
-
-    layouts: list[LayoutOutcome]
-    checks: tuple[RankFigure, ...]
-
-
-def run_world(info: RankInfo, cases: tuple[LayoutCase, ...]) -> WorldOutcome | None:
-    """The layout cases of this world size, then the exchange and volume checks, and at world 4
-    KV invariance (T2), cross-mode steps (T3), shift-logit order and isolation: one spawn per world
-    size, as ``arctic-ref check`` runs it."""
-    layouts = [run_case(info, case) for case in cases]
-    world = info.world_size
-    checks = (
-        *prefixed("exchanges", check_exchanges(info)),
-        *prefixed(f"volumes.S2xT{world // 2}", check_volumes(info, (2, world // 2))),
-    )
-    if world == 4:
-        for kernels in ("reference", "packed"):
-            checks += prefixed(f"cross-mode-T3.{kernels}", check_cross_mode(info, kernels))
-        for sp, tp in ((2, 2), (4, 1)):
-            checks += prefixed(f"kv-invariance.S{sp}xT{tp}", check_kv_invariance(info, (sp, tp)))
-        checks += prefixed("logits-order", check_logits_order(info))
-        checks += prefixed("no-globals", check_interleaved_layouts(info))
-    return WorldOutcome(layouts=layouts, checks=checks) if info.rank == 0 else None
 
 
 def run_layout(case: LayoutCase, *, backend: str = "gloo", timeout_s: float = 600.0) -> LayoutOutcome:

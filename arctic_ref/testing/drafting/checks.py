@@ -1,10 +1,12 @@
-"""The drafting batteries of ``arctic-ref check``: the selection suite and its bug replays, the
-replays in a running runner, the suffix cache rules, the speculators and n-gram rules."""
+"""The drafting component: checks of arctic_ref's own drafting, which take no implementation of
+yours (the ``drafter`` component checks a drafter of yours): the selection suite and the seed's bug
+replays, the replays in a running runner, the suffix cache rules, the speculators and n-gram rules."""
 
 import random
 
 import torch
 
+from arctic_ref.check_options import CheckOptions
 from arctic_ref.runner.drafters import NgramDrafter, SpeculatorDrafter, SuffixDrafter, ngram_draft, ngram_draft_longest
 from arctic_ref.runner.speculator import (
     ArcticSpeculator,
@@ -15,12 +17,12 @@ from arctic_ref.runner.speculator import (
     speculator_weights,
 )
 from arctic_ref.spec.drafts import INTENDED_RULES, DraftRow, arctic_config
-from arctic_ref.testing.check import Verdict
-from arctic_ref.testing.drafts.in_runner import check_replays_in_runner
-from arctic_ref.testing.drafts.ngram_oracle import brute_force_ngram, check_ngram_rows
-from arctic_ref.testing.drafts.replays import BUG_REPLAYS, replay_by_id
-from arctic_ref.testing.drafts.runner_replays import RUNNER_REPLAYS, MisplacedNgramDrafter
-from arctic_ref.testing.drafts.selection import check_draft_selection
+from arctic_ref.testing.check import Check, CheckRow, Verdict, checks_from_rows
+from arctic_ref.testing.drafting.in_runner import check_replays_in_runner
+from arctic_ref.testing.drafting.ngram_oracle import brute_force_ngram, check_ngram_rows
+from arctic_ref.testing.drafting.replays import BUG_REPLAYS, replay_by_id
+from arctic_ref.testing.drafting.runner_replays import RUNNER_REPLAYS, MisplacedNgramDrafter
+from arctic_ref.testing.drafting.selection import check_draft_selection
 
 
 def draft_selection() -> Verdict:
@@ -177,3 +179,35 @@ def speculator_checks() -> Verdict:
         passed=not problems,
         detail="; ".join(problems[:5]),
     )
+
+
+def checks(options: CheckOptions) -> list[Check]:
+    """arctic_ref's own drafting: the selection rules and the seed's bug replays, the replays in a
+    running runner, the suffix cache rules and the speculators."""
+    rows: list[CheckRow] = [
+        (
+            "draft-selection",
+            "draft selection and bug replays (B1-B4, AI-16, AI-17)",
+            "the intended selection rules pass every check; each seed bug replay fails a check named by it",
+            draft_selection,
+        ),
+        (
+            "draft-runner",
+            "draft replays in the runner (suffix, hybrid): caught, lossless; V-11 and V-14 caught by its rules",
+            "each replay injected into a running runner changes drafts at some step and stays lossless",
+            draft_replays_in_runner,
+        ),
+        (
+            "suffix-runner",
+            "suffix-runner: cache rules, pattern, max_spec, #132 fixture",
+            "the runner's suffix drafter follows docs/runner.md §2's cache rules, pattern and budget",
+            suffix_runner_rules,
+        ),
+        (
+            "speculator",
+            "speculator: batched = literal, hidden rows, fixtures, n-gram rules (V-12 caught)",
+            "the MLP/LSTM speculators, batched equal literal; the n-gram rules row by row",
+            speculator_checks,
+        ),
+    ]
+    return checks_from_rows("drafting", rows)

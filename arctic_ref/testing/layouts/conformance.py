@@ -1,5 +1,5 @@
-"""The parallelism batteries of ``arctic-ref check``: group tables, KV-head theorem T1, CUDA-graph
-tables, padding, and the multi-process layout group (layouts, collectives, exchanges, spec-lossless)."""
+"""What the layouts component's checks compute: group tables, KV-head theorem T1, CUDA-graph tables,
+padding, and the multi-process layout group (layouts, collectives, exchanges, spec-lossless)."""
 
 from collections.abc import Callable
 
@@ -17,7 +17,7 @@ from arctic_ref.runner.prompts import builtin_prompts
 from arctic_ref.runner.requests import SamplingParams
 from arctic_ref.runner.scheduler import SchedulerConfig
 from arctic_ref.testing.check import Verdict
-from arctic_ref.testing.layouts.matrix import (
+from arctic_ref.testing.layout_matrix import (
     CHECK_PACKED,
     LAYOUTS,
     LOW_BASELINES,
@@ -27,9 +27,9 @@ from arctic_ref.testing.layouts.matrix import (
     check_speculative,
     compare,
     run_cases,
-    run_world,
 )
 from arctic_ref.testing.layouts.rank_figure import RankFigure, prefixed
+from arctic_ref.testing.layouts.world import run_world
 
 
 def layout_tables() -> Verdict:

@@ -2,29 +2,20 @@
 ``Comm``, built on every rank by ``MODULE:FACTORY``) runs inside the reference forward over the
 layout matrix (docs/parallel.md §5) against the single-rank baseline, greedy float64, token for
 token, with the first divergence named (step, request, position, max |Δlogit|); gloo on CPU, NCCL on
-GPUs. Ours runs the whole matrix (``layouts``: every layout, collectives counted, exchanges and
-volumes, speculative losslessness), which includes those layouts with our exchange, and beside it
-the checks of arctic_ref's parallel tables: groups, the KV-head theorem, CUDA-graph tables, padding."""
+GPUs. Ours is run by the ``layouts`` component (``arctic_ref.testing.layouts.checks``), whose matrix
+runs those layouts and more with arctic_ref's exchange."""
 
 import logging
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Final
 
 import torch
 
 from arctic_ref.check_options import Backend, CheckOptions
 from arctic_ref.parallel.launch import RankInfo, spawn_ranks
-from arctic_ref.testing.check import Check, CheckRow, RunFailed, SharedRun, Verdict, checks_from_rows
-from arctic_ref.testing.layouts.layout_batteries import (
-    cudagraph_tables,
-    kv_heads_theorem,
-    layout_conformance,
-    layout_tables,
-    padding_neutral,
-)
-from arctic_ref.testing.layouts.matrix import BY_NAME, LayoutOutcome, compare, load_exchange, run_cases
+from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
+from arctic_ref.testing.layout_matrix import BY_NAME, LayoutOutcome, compare, load_exchange, run_cases
 
 logger = logging.getLogger(__name__)
 EXCHANGE_LAYOUTS = {
@@ -76,7 +67,7 @@ def _layout_checks(value: str, *, backend: Backend = "gloo", timeout_s: float = 
             detail=""
             if result.identical_tokens and not result.failed
             else f"first divergence: {result.first_divergence}",
-            replay=f"run_layout(replace(BY_NAME[{name!r}], exchange={value!r})) from arctic_ref.testing.layouts.matrix",
+            replay=f"run_layout(replace(BY_NAME[{name!r}], exchange={value!r})) from arctic_ref.testing.layout_matrix",
         )
 
     return [
@@ -91,77 +82,16 @@ def _layout_checks(value: str, *, backend: Backend = "gloo", timeout_s: float = 
     ]
 
 
-def load_exchange_target(value: str, options: CheckOptions, base_dir: Path | None) -> str:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> str:
     """``value`` itself (every rank imports it by name), once built here: a bad value is a usage
     error, not six failed checks."""
     load_exchange(value)
     return value
 
 
-def exchange_checks(value: str | None, options: CheckOptions) -> list[Check]:
-    """Yours: one check per layout of ``EXCHANGE_LAYOUTS``. Ours (``None``): the tables and the matrix."""
-    if value is not None:
-        return _layout_checks(value, backend=options.backend)
-    return [*_tables(), *_matrix()]
-
-
-def _tables() -> list[Check]:
-    rows: list[CheckRow] = [
-        (
-            "layout",
-            "layout: group tables S·T ≤ 16, messages V1-V10",
-            "TP, SP and shift groups consistent for every S·T ≤ 16; the validation messages V1-V10",
-            layout_tables,
-        ),
-        (
-            "heads",
-            "heads: KV-cache invariance T1 (base vs shift)",
-            "every rank holds the same KV heads in base and shift mode (theorem T1)",
-            kv_heads_theorem,
-        ),
-        (
-            "cudagraph",
-            "cudagraph: pad tables, capture plans, runtime examples",
-            "pad tables, capture plans and the runtime examples of docs/parallel.md",
-            cudagraph_tables,
-        ),
-        (
-            "padding",
-            "padding: forced graph padding leaves real rows unchanged",
-            "padded rows never change a real row's logits",
-            padding_neutral,
-        ),
-    ]
-    return checks_from_rows("exchange", rows)
-
-
-MATRIX_ROWS: Final = (
-    ("layouts", "layouts: L1-L8 vs L0 (f64), L3/L7 f32+bf16, L3/L6 packed", "every layout gives L0's tokens"),
-    ("collectives", "collectives: counts per step and mode", "each step makes exactly its layout's collectives"),
-    (
-        "exchanges",
-        "exchanges, volumes, kv-invariance T2, cross-mode T3, logits-order, no-globals (world 2, 4)",
-        "exchanges, volumes and the theorems T2, T3 on 2 and 4 ranks",
-    ),
-    ("spec-lossless", "spec-lossless: 7 drafters on L0, L3, L6", "greedy output with each drafter equals L0's"),
-)
-
-
-def _matrix() -> list[Check]:
-    """The four rows of one multi-process run (world 1, 2, 4), selected together as ``layouts``."""
-    group: SharedRun[None, list[Verdict]] = SharedRun(lambda _: layout_conformance(_progress))
-
-    def row(index: int) -> Verdict:
-        verdicts = group.get(None)
-        if isinstance(verdicts, RunFailed):
-            return Verdict(passed=False, detail=verdicts.message)
-        return verdicts[index]
-
-    return [
-        Check(component="exchange", id=check_id, title=title, meaning=meaning, run=partial(row, index), group="layouts")
-        for index, (check_id, title, meaning) in enumerate(MATRIX_ROWS)
-    ]
-
-
-def _progress(message: str) -> None:
-    logger.info(message)
+def checks(value: str | None, options: CheckOptions) -> list[Check]:
+    """Yours: one check per layout of ``EXCHANGE_LAYOUTS``. Ours (``None``): none here, since the
+    ``layouts`` component's matrix runs every layout with arctic_ref's exchange."""
+    if value is None:
+        return []
+    return _layout_checks(value, backend=options.backend)
