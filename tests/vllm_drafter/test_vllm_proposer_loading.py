@@ -12,7 +12,7 @@ import pytest
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.cli import main
 from arctic_ref.spec.drafts import DraftRow
-from arctic_ref.testing.drafter.checks import load_drafter
+from arctic_ref.testing.drafter.checks import load as load_drafter
 from arctic_ref.testing.drafter.vllm_input_batch import VllmInputBatch
 from arctic_ref.testing.drafter.vllm_proposers import (
     VllmProposerDrafter,
