@@ -60,9 +60,9 @@ def component_checks(
         )
     if value is not None:
         raise TargetError(f"{options.option(component)}={value}: the {component} component checks arctic_ref's only")
-    from arctic_ref.testing.components import model
+    from arctic_ref.testing.model import checks as model
 
-    return model.model_checks(options)
+    return model.checks(options)
 
 
 RUN_ORDER: tuple[Component, ...] = ("suffix-tree", "suffix-cache", "sampler", "drafter", "model", "exchange", "engine")
