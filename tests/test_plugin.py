@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
-from arctic_ref.testing.components import drafter, exchange, sampler, suffix_cache, suffix_tree  # noqa: F401
-from arctic_ref.testing.suffix import suffix_contract
+from arctic_ref.testing import machine_verdict
+from arctic_ref.testing.components import sampler  # noqa: F401
+from arctic_ref.testing.drafter import checks as drafter_checks  # noqa: F401
+from arctic_ref.testing.exchange import checks as exchange_checks  # noqa: F401
+from arctic_ref.testing.suffix_cache import checks as suffix_cache_checks  # noqa: F401
+from arctic_ref.testing.suffix_tree import checks as suffix_tree_checks  # noqa: F401
 
 # The component modules (and with them torch, torch.distributed's functional collectives and the
 # kit) are imported here, before any inline pytester run: a run's sys.modules snapshot then keeps
@@ -98,7 +102,7 @@ def test_the_slow_failures_fail_their_state_machine_with_its_steps(
     example: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, option: str, check: str
 ) -> None:
     """Derandomized (profile ci), so the failure is found every run; shrinking cut to 5 s here."""
-    monkeypatch.setattr(suffix_contract, "SHRINK_SECONDS", 5.0)
+    monkeypatch.setattr(machine_verdict, "SHRINK_SECONDS", 5.0)
     result = example.runpytest("-p", "no:cacheprovider", "-o", "addopts=", option, "-k", check)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*first difference: raised AssertionError*", "*state.start*"])

@@ -47,13 +47,9 @@ if TYPE_CHECKING:
     from arctic_ref.testing.layout_matrix import LAYOUTS, compare, run_cases
     from arctic_ref.testing.rejection.kit import check_rejection_sampler
     from arctic_ref.testing.rejection.report import ConformanceReport, RejectionSampleFn
-    from arctic_ref.testing.suffix.machines import (
-        Implementation,
-        SuffixCacheMachine,
-        SuffixTreeMachine,
-        reference_trees,
-    )
-    from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
+    from arctic_ref.testing.suffix_cache.cache_machine import SuffixCacheMachine
+    from arctic_ref.testing.suffix_tree.naive_oracle import NaiveSuffixIndex
+    from arctic_ref.testing.suffix_tree.tree_machine import Implementation, SuffixTreeMachine, reference_trees
 
 _HOME: Final[dict[str, str]] = {
     "Check": "arctic_ref.testing.check",
@@ -64,11 +60,11 @@ _HOME: Final[dict[str, str]] = {
     "check_rejection_sampler": "arctic_ref.testing.rejection.kit",
     "ConformanceReport": "arctic_ref.testing.rejection.report",
     "RejectionSampleFn": "arctic_ref.testing.rejection.report",
-    "NaiveSuffixIndex": "arctic_ref.testing.suffix.oracles",
-    "Implementation": "arctic_ref.testing.suffix.machines",
-    "SuffixTreeMachine": "arctic_ref.testing.suffix.machines",
-    "SuffixCacheMachine": "arctic_ref.testing.suffix.machines",
-    "reference_trees": "arctic_ref.testing.suffix.machines",
+    "NaiveSuffixIndex": "arctic_ref.testing.suffix_tree.naive_oracle",
+    "Implementation": "arctic_ref.testing.suffix_tree.tree_machine",
+    "SuffixTreeMachine": "arctic_ref.testing.suffix_tree.tree_machine",
+    "SuffixCacheMachine": "arctic_ref.testing.suffix_cache.cache_machine",
+    "reference_trees": "arctic_ref.testing.suffix_tree.tree_machine",
     "BUG_REPLAYS": "arctic_ref.testing.drafting.replays",
     "check_draft_selection": "arctic_ref.testing.drafting.selection",
     "LAYOUTS": "arctic_ref.testing.layout_matrix",

@@ -23,17 +23,13 @@ def component_checks(
     # component never loads another's dependencies (the exchange's loads torch.distributed's
     # launcher, the suffix modules load Hypothesis's state machines).
     if component == "suffix-tree":
-        from arctic_ref.testing.components import suffix_tree
+        from arctic_ref.testing.suffix_tree import checks as suffix_tree
 
-        return suffix_tree.tree_checks(
-            None if value is None else suffix_tree.load_tree(value, options, base_dir), options
-        )
+        return suffix_tree.checks(None if value is None else suffix_tree.load(value, options, base_dir), options)
     if component == "suffix-cache":
-        from arctic_ref.testing.components import suffix_cache
+        from arctic_ref.testing.suffix_cache import checks as suffix_cache
 
-        return suffix_cache.cache_checks(
-            None if value is None else suffix_cache.load_cache(value, options, base_dir), options
-        )
+        return suffix_cache.checks(None if value is None else suffix_cache.load(value, options, base_dir), options)
     if component == "sampler":
         from arctic_ref.testing.components import sampler
 
@@ -64,9 +60,9 @@ def component_checks(
         from arctic_ref.testing.layouts import checks as layouts
 
         return layouts.checks(options)
-    from arctic_ref.testing.components import model
+    from arctic_ref.testing.model import checks as model
 
-    return model.model_checks(options)
+    return model.checks(options)
 
 
 RUN_ORDER: tuple[Component, ...] = (

@@ -15,7 +15,7 @@ from arctic_ref.parallel.launch import RankInfo
 from arctic_ref.runner import EngineConfig, SampleRecord, SamplingParams, SchedulerConfig, build_runner, run_requests
 from arctic_ref.runner.generate import GenerateJob, generate_on_rank
 from arctic_ref.runner.prompts import builtin_prompts
-from arctic_ref.testing.hf.oracle import load_transformers_model
+from arctic_ref.testing.model.oracle import load_transformers_model
 
 transformers = pytest.importorskip("transformers")
 SOLO = SoloComm(0)

@@ -14,9 +14,10 @@ from arctic_ref.suffix.drafting import accumulate, path_draft, path_score
 from arctic_ref.suffix.node import Node
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE, UpstreamSuffixDecodingCache, UpstreamSuffixTree
 from arctic_ref.suffix.validate import f32
-from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, TREE_EXAMPLES
-from arctic_ref.testing.suffix.machines import SuffixIndex
-from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
+from arctic_ref.testing.suffix_cache.cache_examples import CACHE_EXAMPLES
+from arctic_ref.testing.suffix_tree.naive_oracle import NaiveSuffixIndex
+from arctic_ref.testing.suffix_tree.tree_examples import TREE_EXAMPLES
+from arctic_ref.testing.suffix_tree.tree_machine import SuffixIndex
 
 TREES: list[Callable[[int], SuffixIndex]] = [SuffixTree, NaiveSuffixIndex]
 if UPSTREAM_AVAILABLE:
@@ -37,7 +38,7 @@ def path(tree: SuffixIndex, context: list[int], factor: float = 1.0, min_prob: f
 @pytest.mark.parametrize("example", TREE_EXAMPLES, ids=lambda e: e.__name__)
 def test_worked_tree_examples_of_the_kit(make_tree: Callable[[int], SuffixIndex], example: Callable[..., str]) -> None:
     """§1.3 tie order, §3.4/E7 tree mode, E2, §3.2/E6 budget fallback, E5: the kit's worked examples
-    (``arctic_ref.testing.suffix.examples``, also run on a user's tree by the plugin)."""
+    (``arctic_ref.testing.suffix_tree.tree_examples``, also run on a user's tree by the plugin)."""
     assert example(make_tree) == ""
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from arctic_ref.suffix import SuffixTree
 from arctic_ref.suffix.tree import _common_prefix
-from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
+from arctic_ref.testing.suffix_tree.naive_oracle import NaiveSuffixIndex
 
 PATTERNS = ([1, 0], [1, 0, 0], [1, 1, 0], [2, 0, 1], [0, 1, 0, 2], [1, 0, 1, 1, 0])
 DEPTHS = (-1, 2, 3, 4, 5, 6, 8)

@@ -14,8 +14,8 @@ from arctic_ref.suffix.drafting import budgets
 from arctic_ref.suffix.heap import Heap
 from arctic_ref.suffix.node import Node
 from arctic_ref.suffix.validate import f32
-from arctic_ref.testing.suffix.differential import run_differential
-from arctic_ref.testing.suffix.machines import Implementation, SuffixTreeMachine
+from arctic_ref.testing.suffix_tree.differential import run_differential
+from arctic_ref.testing.suffix_tree.tree_machine import Implementation, SuffixTreeMachine
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The state-machine checks of a user's tree report a failure as soon as it is found, with the
-falsifying steps, and bound the time spent shrinking it (``suffix_contract.machine_verdict``)."""
+falsifying steps, and bound the time spent shrinking it (``machine_verdict.machine_verdict``)."""
 
 from collections.abc import Sequence
 
@@ -9,8 +9,8 @@ from hypothesis import settings
 
 from arctic_ref.suffix.draft import Draft
 from arctic_ref.suffix.tree import SuffixTree
-from arctic_ref.testing.suffix import suffix_contract
-from arctic_ref.testing.suffix.machines import Implementation, SuffixTreeMachine
+from arctic_ref.testing import machine_verdict
+from arctic_ref.testing.suffix_tree.tree_machine import Implementation, SuffixTreeMachine
 
 FAST = settings(max_examples=40, stateful_step_count=20, deadline=None, derandomize=True, database=None)
 
@@ -42,15 +42,15 @@ def _machine() -> SuffixTreeMachine:
 
 
 def test_a_failing_machine_reports_its_steps() -> None:
-    verdict = suffix_contract.machine_verdict(_machine, FAST, "drafts", "tree-machine")
+    verdict = machine_verdict.machine_verdict(_machine, FAST, "drafts", "tree-machine")
     assert not verdict.passed
     assert "state." in verdict.detail  # the falsifying steps, from Hypothesis's notes
     assert "-k tree-machine" in verdict.replay
 
 
 def test_shrinking_is_cut_off_and_the_unshrunk_failure_stands(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(suffix_contract, "SHRINK_SECONDS", 1e-3)
-    verdict = suffix_contract.machine_verdict(_machine, FAST, "drafts", "tree-machine")
+    monkeypatch.setattr(machine_verdict, "SHRINK_SECONDS", 1e-3)
+    verdict = machine_verdict.machine_verdict(_machine, FAST, "drafts", "tree-machine")
     assert not verdict.passed
     assert "shrinking stopped after" in verdict.detail and "state." in verdict.detail
 
@@ -58,5 +58,5 @@ def test_shrinking_is_cut_off_and_the_unshrunk_failure_stands(monkeypatch: pytes
 def test_a_passing_machine_passes() -> None:
     reference = Implementation(name="arctic_ref", make_tree=SuffixTree)
     again = Implementation(name="again", make_tree=SuffixTree)
-    verdict = suffix_contract.machine_verdict(lambda: SuffixTreeMachine([reference, again]), FAST, "d", "tree-machine")
+    verdict = machine_verdict.machine_verdict(lambda: SuffixTreeMachine([reference, again]), FAST, "d", "tree-machine")
     assert verdict.passed and "40 runs" in verdict.compared

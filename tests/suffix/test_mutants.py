@@ -8,8 +8,8 @@ from hypothesis.stateful import run_state_machine_as_test
 from arctic_ref.suffix import Draft, SuffixTree
 from arctic_ref.suffix.drafting import budgets, path_draft, tree_draft
 from arctic_ref.suffix.node import Node
-from arctic_ref.testing.suffix.differential import run_differential
-from arctic_ref.testing.suffix.machines import Implementation, SuffixTreeMachine, reference_trees
+from arctic_ref.testing.suffix_tree.differential import run_differential
+from arctic_ref.testing.suffix_tree.tree_machine import Implementation, SuffixTreeMachine, reference_trees
 
 
 def _always_last(order: list[Node], i: int, old: int) -> None:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from arctic_ref.suffix import SuffixInputError, SuffixTree
 from arctic_ref.suffix.drafting import budget
 from arctic_ref.suffix.validate import check_float, check_int32, f32
-from arctic_ref.testing.suffix.oracles import NaiveSuffixIndex
-from arctic_ref.testing.suffix.strategies import DEPTHS, SpeculateArgs, bad_tokens, speculate_args, token_lists
+from arctic_ref.testing.suffix_strategies import DEPTHS, SpeculateArgs, bad_tokens, speculate_args, token_lists
+from arctic_ref.testing.suffix_tree.naive_oracle import NaiveSuffixIndex
 
 Op = tuple[str, int, list[int]]
 ops = st.lists(

@@ -7,12 +7,8 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
-from arctic_ref.testing.suffix.machines import (
-    SuffixCacheMachine,
-    SuffixTreeMachine,
-    reference_caches,
-    reference_trees,
-)
+from arctic_ref.testing.suffix_cache.cache_machine import SuffixCacheMachine, reference_caches
+from arctic_ref.testing.suffix_tree.tree_machine import SuffixTreeMachine, reference_trees
 
 needs_upstream = pytest.mark.skipif(not UPSTREAM_AVAILABLE, reason="arctic-inference 0.3.0 is not installed")
 

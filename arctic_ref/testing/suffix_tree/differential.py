@@ -9,15 +9,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from arctic_ref.testing.suffix.machines import (
+from arctic_ref.testing.packed_draft import pack
+from arctic_ref.testing.suffix_strategies import DEPTHS, FACTORS, MAX_SPEC_TOKENS, MIN_PROBS, OFFSETS, SEQ_IDS
+from arctic_ref.testing.suffix_tree.tree_machine import (
     Implementation,
     InspectableIndex,
     SelfCheckingIndex,
     SuffixIndex,
     first_dump_difference,
-    pack,
 )
-from arctic_ref.testing.suffix.strategies import DEPTHS, FACTORS, MAX_SPEC_TOKENS, MIN_PROBS, OFFSETS, SEQ_IDS
 
 
 @dataclass(slots=True, kw_only=True)

@@ -14,14 +14,18 @@ from arctic_ref.suffix.tree import SuffixTree
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 from arctic_ref.testing.check import Check, Verdict
 from arctic_ref.testing.loading import arity, build, load_target, require_callable, require_methods
+from arctic_ref.testing.machine_verdict import machine_verdict
 from arctic_ref.testing.profiles import register_profiles
-from arctic_ref.testing.suffix.differential import run_differential
-from arctic_ref.testing.suffix.examples import TREE_EXAMPLES, TreeFactory
-from arctic_ref.testing.suffix.machines import Implementation, SuffixTreeMachine, reference_trees
-from arctic_ref.testing.suffix.suffix_contract import TREE_METHODS, examples_verdict, machine_verdict, tree_bad_input
+from arctic_ref.testing.suffix_tree.differential import run_differential
+from arctic_ref.testing.suffix_tree.tree_bad_input import tree_bad_input
+from arctic_ref.testing.suffix_tree.tree_examples import TREE_EXAMPLES, TreeFactory
+from arctic_ref.testing.suffix_tree.tree_machine import Implementation, SuffixTreeMachine, reference_trees
+from arctic_ref.testing.worked_examples import examples_verdict
+
+TREE_METHODS = ("extend", "remove", "speculate", "num_seqs")
 
 
-def load_tree(value: str, options: CheckOptions, base_dir: Path | None) -> TreeFactory:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> TreeFactory:
     """``make(max_depth)`` over the factory ``value`` names, after one probe tree showed the API."""
     option = options.option("suffix-tree")
     factory: Callable[..., Any] = require_callable(option, value, load_target(option, value, base_dir=base_dir))
@@ -32,7 +36,7 @@ def load_tree(value: str, options: CheckOptions, base_dir: Path | None) -> TreeF
     return lambda depth: factory()
 
 
-def tree_checks(make_tree: TreeFactory | None, options: CheckOptions) -> list[Check]:
+def checks(make_tree: TreeFactory | None, options: CheckOptions) -> list[Check]:
     """Yours: the state machine and the seeded differential run against arctic_ref, the worked
     examples and the bad-input table. Ours (``None``): the worked examples, the bad-input table, and
     the differential runs against the naive oracle and against upstream."""

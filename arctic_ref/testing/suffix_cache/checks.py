@@ -14,18 +14,16 @@ from arctic_ref.check_options import CheckOptions
 from arctic_ref.suffix.cache import SuffixDecodingCache
 from arctic_ref.testing.check import Check
 from arctic_ref.testing.loading import arity, build, load_target, require_callable, require_methods
+from arctic_ref.testing.machine_verdict import machine_verdict
 from arctic_ref.testing.profiles import register_profiles
-from arctic_ref.testing.suffix.examples import CACHE_EXAMPLES, CacheFactory
-from arctic_ref.testing.suffix.machines import CacheImplementation, SuffixCacheMachine
-from arctic_ref.testing.suffix.reference_runs import suffix_integrity, suffix_replay
-from arctic_ref.testing.suffix.suffix_contract import (
-    CACHE_METHODS,
-    cache_bad_input,
-    cache_replay,
-    examples_verdict,
-    fixed_cache_machine,
-    machine_verdict,
-)
+from arctic_ref.testing.suffix_cache.cache_bad_input import cache_bad_input
+from arctic_ref.testing.suffix_cache.cache_examples import CACHE_EXAMPLES, CacheFactory
+from arctic_ref.testing.suffix_cache.cache_machine import CacheImplementation, SuffixCacheMachine, fixed_cache_machine
+from arctic_ref.testing.suffix_cache.reference_runs import suffix_integrity, suffix_replay
+from arctic_ref.testing.suffix_cache.replay_gate import cache_replay
+from arctic_ref.testing.worked_examples import examples_verdict
+
+CACHE_METHODS = ("start_request", "add_active_response", "stop_request", "evict_cached_response", "speculate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +35,7 @@ class CacheTarget:
     fixed: tuple[int, int] | None = None
 
 
-def load_cache(value: str, options: CheckOptions, base_dir: Path | None) -> CacheTarget:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> CacheTarget:
     option = options.option("suffix-cache")
     factory: Callable[..., Any] = require_callable(option, value, load_target(option, value, base_dir=base_dir))
     params = arity(option, value, factory, 2)
@@ -49,7 +47,7 @@ def load_cache(value: str, options: CheckOptions, base_dir: Path | None) -> Cach
     return CacheTarget(lambda depth, limit: factory(), fixed)
 
 
-def cache_checks(target: CacheTarget | None, options: CheckOptions) -> list[Check]:
+def checks(target: CacheTarget | None, options: CheckOptions) -> list[Check]:
     """Yours: the state machine against arctic_ref's cache, the code-edit replay gate, the worked
     examples and the bad-input table. Ours (``None``): the code-edit replays against upstream (path
     and tree drafts), the invariants after eviction, the worked examples and the bad-input table."""
