@@ -45,11 +45,9 @@ def component_checks(
 
         return exchange.checks(None if value is None else exchange.load(value, options, base_dir), options)
     if component == "engine":
-        from arctic_ref.testing.components import live_engine
+        from arctic_ref.testing.engine import checks as engine
 
-        return live_engine.engine_checks(
-            None if value is None else live_engine.load_engine_target(value, options, base_dir), options
-        )
+        return engine.checks(None if value is None else engine.load(value, options, base_dir), options)
     if value is not None:
         raise TargetError(f"{options.option(component)}={value}: the {component} component checks arctic_ref's only")
     if component == "drafting":

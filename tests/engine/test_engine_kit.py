@@ -2,6 +2,7 @@
 the statistical tests, the counters, the worker order and the known-bug table."""
 
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -10,9 +11,18 @@ from arctic_ref.runner.vllm_drafting import VllmDraftSemantics, new_vllm_drafter
 from arctic_ref.testing.engine.cases import SamplingMix, lossless_matrix, prompts, speculative_config
 from arctic_ref.testing.engine.distribution import goodness_of_fit, homogeneity, merged_bins, reference_probs
 from arctic_ref.testing.engine.draft_replay import replay_request
-from arctic_ref.testing.engine.engine_target import EngineSetup, SpecCounters, read_counters
+from arctic_ref.testing.engine.engine_target import (
+    EngineFailure,
+    EngineRequest,
+    EngineRun,
+    EngineSetup,
+    EngineTarget,
+    SpecCounters,
+    read_counters,
+)
 from arctic_ref.testing.engine.known_bugs import explain
-from arctic_ref.testing.engine.worker_pool import order_runs
+from arctic_ref.testing.engine.wire import Job, JobRun, decode_job, decode_result, encode_job, encode_result
+from arctic_ref.testing.engine.worker_pool import order_runs, run_in_workers
 
 
 def ngram(k: int, max_model_len: int = 128) -> VllmDraftSemantics:
@@ -124,6 +134,38 @@ def test_ngram_setups_run_last_in_a_worker() -> None:
         (EngineSetup(speculative_config=speculative_config("suffix", 4)), []),
     ]
     assert order_runs(planned) == [1, 2, 0]
+
+
+def test_the_wire_gives_back_what_it_was_given() -> None:
+    request = EngineRequest(prompt=(3, 1, 2), max_tokens=4, temperature=0.8, top_k=16, seed=7)
+    job = Job(
+        target="my_engine:build",
+        option="--impl engine",
+        base_dir=None,
+        runs=(JobRun(kwargs={"model": "m", "speculative_config": {"method": "ngram"}}, batches=((request,), ())),),
+    )
+    assert decode_job(encode_job(job)) == job
+    stopped = EngineRun(
+        tokens=((1, 2), (3,)),
+        counters=SpecCounters(),
+        per_call=(SpecCounters(drafts=2, draft_tokens=6, accepted=3, accepted_per_pos=(2, 1)),),
+        preemptions=None,
+        seconds=0.0,
+        failure="batch 1: generate raised RuntimeError: boom",
+    )
+    assert decode_result(encode_result(stopped), seconds=2.5) == replace(stopped, seconds=2.5)
+    assert (
+        decode_result(encode_result("build raised OSError: no model"), seconds=1.0) == "build raised OSError: no model"
+    )
+
+
+def test_a_worker_names_the_option_the_parent_was_given() -> None:
+    # arctic-ref check --engine X names the option --impl engine; the worker must say so too.
+    target = EngineTarget(name="no_such_engine_module:LLM", option="--impl engine", model="unused")
+    planned = [(EngineSetup(), [[EngineRequest(prompt=(0,), max_tokens=1)]])]
+    (result,) = run_in_workers(target, planned, seconds=300.0)
+    assert isinstance(result, EngineFailure)
+    assert "--impl engine=no_such_engine_module:LLM: module 'no_such_engine_module' does not import" in str(result)
 
 
 def test_known_bugs_explain_only_their_own_engines_failures() -> None:

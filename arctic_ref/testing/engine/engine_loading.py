@@ -4,14 +4,16 @@ model the engine cannot load (a probe build, in a worker, says why: vLLM's CPU a
 ``head_dim`` 16, for one)."""
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from arctic_ref.testing.engine.checkpoint import write_engine_model
 from arctic_ref.testing.engine.engine_target import EngineRequest, EngineSetup, EngineTarget
+from arctic_ref.testing.engine.factory import load_factory
 from arctic_ref.testing.engine.known_bugs import engine_identity
-from arctic_ref.testing.loading import TargetError, load_target, require_callable
+from arctic_ref.testing.engine.worker_pool import run_in_workers
+from arctic_ref.testing.loading import TargetError
 
 OUR_ENGINE: Final = "arctic_ref.runner.llm:LLM"
 """The reference runner as an engine: the built-in target of ``arctic-ref check``."""
@@ -25,25 +27,6 @@ CPU_KWARGS: Final[Mapping[str, object]] = {
 memory share, and statistics on (the ``drafts`` check reads them)."""
 _SCRATCH: list[tempfile.TemporaryDirectory[str]] = []
 """The kit's checkpoints, removed when the process ends."""
-
-
-def find_sampling_params(option: str, value: str, factory: Callable[..., Any]) -> Callable[..., Any]:
-    """The engine package's own ``SamplingParams``: an attribute of the factory, else of the module
-    ``value`` names, else of the factory's module, else of its top-level package."""
-    found = getattr(factory, "SamplingParams", None)
-    if callable(found):
-        return found  # type: ignore[no-any-return]
-    module_of = getattr(factory, "__module__", None) or ""
-    for name in dict.fromkeys((value.partition(":")[0], module_of, module_of.split(".")[0])):
-        if not name:
-            continue
-        try:
-            found = load_target(option, f"{name}:SamplingParams")
-        except TargetError:
-            continue
-        if callable(found):
-            return found  # type: ignore[no-any-return]
-    raise TargetError(f"{option}={value}: found no SamplingParams in {value.partition(':')[0]!r} or beside its factory")
 
 
 def kit_model() -> str:
@@ -67,20 +50,18 @@ def load_engine(
     with ``probe``, one spec-off build in a worker on ``model`` (the kit's when None) that generates
     two tokens (some engines refuse a model only when they first run it). ``model_option``: how the
     user spelled the model's option (the plugin's or the CLI's), for the error that names it."""
-    factory = require_callable(option, value, load_target(option, value, base_dir=base_dir))
-    find_sampling_params(option, value, factory)
+    factory = load_factory(option, value, base_dir=base_dir)
     if model is not None and not (Path(model) / "config.json").is_file():
         raise TargetError(f"{model_option}={model}: no config.json there (a Hugging Face checkpoint directory)")
     target = EngineTarget(
         name=value,
+        option=option,
         model=model or kit_model(),
         base_dir=None if base_dir is None else str(base_dir),
         fixed_kwargs=dict(CPU_KWARGS) | {"dtype": dtype},
-        identity=engine_identity(factory),
+        identity=engine_identity(factory.build),
     )
     if probe:
-        from arctic_ref.testing.engine.worker_pool import run_in_workers
-
         probe_request = EngineRequest(prompt=(0, 1, 2), max_tokens=2)
         (result,) = run_in_workers(
             target, [(EngineSetup(max_num_seqs=1, max_model_len=64), [[probe_request]])], seconds=600.0

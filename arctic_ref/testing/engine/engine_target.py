@@ -31,6 +31,9 @@ class EngineTarget:
 
     name: str
     """As the user named it (``vllm:LLM``), or ``arctic_ref.runner.llm:LLM`` for ours."""
+    option: str
+    """The option that named it, as the user typed it (``--arctic-ref-engine``, ``--impl engine``):
+    a worker that cannot load it says so naming this option, as the checking process would."""
     model: str
     """The checkpoint every build serves."""
     base_dir: str | None = None

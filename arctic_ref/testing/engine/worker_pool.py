@@ -2,30 +2,17 @@
 their results back; a worker that dies or overruns fails the run it was in, and a new worker takes
 the rest."""
 
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from arctic_ref.testing.engine.engine_target import EngineFailure, EngineRequest, EngineRun, EngineSetup, EngineTarget
-from arctic_ref.testing.engine.worker import counters_from_json
+from arctic_ref.testing.engine.wire import Job, JobRun, decode_result, encode_job
 
 PlannedRun = tuple[EngineSetup, Sequence[Sequence[EngineRequest]]]
-
-
-def _request_json(r: EngineRequest) -> dict[str, Any]:
-    return {
-        "prompt": list(r.prompt),
-        "max_tokens": r.max_tokens,
-        "temperature": r.temperature,
-        "top_k": r.top_k,
-        "top_p": r.top_p,
-        "seed": r.seed,
-    }
 
 
 def order_runs(planned: Sequence[PlannedRun]) -> list[int]:
@@ -60,18 +47,19 @@ def _one_worker(target: EngineTarget, runs: Sequence[PlannedRun], seconds: float
     with tempfile.TemporaryDirectory(prefix="arctic-ref-worker-") as scratch:
         job, results = Path(scratch) / "job.json", Path(scratch) / "results.jsonl"
         job.write_text(
-            json.dumps(
-                {
-                    "target": target.name,
-                    "base_dir": target.base_dir,
-                    "runs": [
-                        {
-                            "kwargs": {"model": target.model, **setup.kwargs(), **target.fixed_kwargs},
-                            "batches": [[_request_json(r) for r in batch] for batch in batches],
-                        }
+            encode_job(
+                Job(
+                    target=target.name,
+                    option=target.option,
+                    base_dir=target.base_dir,
+                    runs=tuple(
+                        JobRun(
+                            kwargs={"model": target.model, **setup.kwargs(), **target.fixed_kwargs},
+                            batches=tuple(tuple(batch) for batch in batches),
+                        )
                         for setup, batches in runs
-                    ],
-                }
+                    ),
+                )
             )
         )
         began = time.perf_counter()
@@ -91,20 +79,8 @@ def _one_worker(target: EngineTarget, runs: Sequence[PlannedRun], seconds: float
         lines = results.read_text().splitlines() if results.exists() else []
     out: list[EngineRun | EngineFailure] = []
     for (setup, _), line in zip(runs, lines, strict=False):
-        raw = json.loads(line)
-        if "failed" in raw:
-            out.append(EngineFailure(f"{setup.label}: {target.name} {raw['failed']}"))
-        else:
-            out.append(
-                EngineRun(
-                    tokens=tuple(tuple(t) for t in raw["tokens"]),
-                    counters=counters_from_json(raw["counters"]),
-                    per_call=tuple(counters_from_json(c) for c in raw["per_call"]),
-                    preemptions=raw["preemptions"],
-                    seconds=elapsed / max(1, len(lines)),
-                    failure=raw.get("stopped", ""),
-                )
-            )
+        result = decode_result(line, seconds=elapsed / max(1, len(lines)))
+        out.append(EngineFailure(f"{setup.label}: {target.name} {result}") if isinstance(result, str) else result)
     if len(out) < len(runs):
         out.append(EngineFailure(f"{runs[len(out)][0].label}: the worker process ended ({ending})"))
     return out

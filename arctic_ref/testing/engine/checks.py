@@ -18,7 +18,7 @@ from arctic_ref.testing.engine.seeded import seeded_check
 from arctic_ref.testing.engine.session import EngineSession
 
 
-def load_engine_target(value: str, options: CheckOptions, base_dir: Path | None) -> EngineTarget:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> EngineTarget:
     """The target ``value`` names, shown to import and to serve the model (a probe build)."""
     return engine_loading.load_engine(
         options.option("engine"),
@@ -30,7 +30,7 @@ def load_engine_target(value: str, options: CheckOptions, base_dir: Path | None)
     )
 
 
-def engine_checks(target: EngineTarget | None, options: CheckOptions) -> list[Check]:
+def checks(target: EngineTarget | None, options: CheckOptions) -> list[Check]:
     """The five engine checks over one shared session (the engine's runs are reused between them)."""
     if target is None:
         target = engine_loading.load_engine(
