@@ -1,11 +1,15 @@
 """The kit's vocabulary, light enough for the pytest plugin and the CLI to import at start-up
-(standard library only): the components, what each option means, and ``CheckOptions``, the settings
-every front door (``arctic-ref check``, ``--impl``, the pytest plugin) passes to the component
-modules as one frozen value. Each choice is a ``Literal``; the front doors offer ``get_args`` of it,
+(standard library only): the components, ``CheckOptions``, the settings every front door
+(``arctic-ref check``, ``--impl``, the pytest plugin) passes to the component modules as one frozen
+value, and ``SETTINGS``, the one declaration of the options that fill it. ``add_settings`` adds them
+to pytest's parser (``--arctic-ref-level``) and to the CLI's (``--level``), as pytest-benchmark's
+``add_*_options(addoption, prefix)`` do, and ``check_options`` reads them back, so an option is
+declared once for both doors. Each choice is a ``Literal``; the options offer ``get_args`` of it,
 so no choice is spelled twice."""
 
-from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Final, Literal, get_args
 
 Component = Literal[
     "suffix-cache", "suffix-tree", "sampler", "exchange", "drafter", "drafting", "model", "layouts", "engine"
@@ -89,3 +93,139 @@ class CheckOptions:
     def setting(self, name: str) -> str:
         """The option of the setting ``name`` (``drafter-config``), as the user typed it."""
         return f"{self.setting_prefix}{name}"
+
+
+SettingKind = Literal["value", "flag", "off-flag", "repeatable"]
+"""How an option fills its field: ``value`` (the value given), ``flag`` (True when given), ``off-flag``
+(False when given: ``--no-statistics`` clears ``statistics``), ``repeatable`` (every value given, a tuple)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setting:
+    """One option of every front door: ``--arctic-ref-<name>`` in pytest, ``--<name>`` in
+    ``arctic-ref check``. Its default is the default of the ``CheckOptions`` field it fills."""
+
+    name: str
+    field: str
+    """The ``CheckOptions`` field it fills."""
+    help: str
+    kind: SettingKind = "value"
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+
+    def flag(self, prefix: str) -> str:
+        """The option as typed: ``prefix`` is ``--arctic-ref-`` (pytest) or ``--`` (the CLI)."""
+        return f"{prefix}{self.name}"
+
+    def dest(self, prefix: str) -> str:
+        """The attribute the parsed option is found under (argparse's rule, which pytest keeps)."""
+        return self.flag(prefix).lstrip("-").replace("-", "_")
+
+    @property
+    def default(self) -> Any:
+        """The field's default, as ``CheckOptions()`` has it."""
+        (field,) = (f for f in fields(CheckOptions) if f.name == self.field)
+        assert field.default is not MISSING, self.field
+        return field.default
+
+
+SETTINGS: Final[tuple[Setting, ...]] = (
+    Setting(
+        name="level",
+        field="level",
+        choices=LEVELS,
+        help="sampler kit level: quick (400 exact cases, 50,000 requests per statistical test) or full",
+    ),
+    Setting(name="device", field="device", choices=DEVICES, help="device of the sampler kit"),
+    Setting(
+        name="profile",
+        field="profile",
+        choices=SAMPLER_PROFILE_NAMES,
+        help="sampler profile: the intended numerics, or vLLM 0.9.2's, or vLLM 0.32's (its CPU build)",
+    ),
+    Setting(
+        name="backend",
+        field="backend",
+        choices=BACKENDS,
+        help="the exchange's process groups: gloo on CPU, nccl with one GPU per rank",
+    ),
+    Setting(
+        name="no-statistics",
+        field="statistics",
+        kind="off-flag",
+        help="sampler: the exact checks only (S1-S5 pass untested); for a fast pre-commit run",
+    ),
+    Setting(
+        name="leave-out",
+        field="leave_out",
+        kind="repeatable",
+        choices=SAMPLER_CATEGORIES,
+        metavar="CATEGORY",
+        help="sampler: report this category's checks as skipped (strict: arctic_ref's stricter input contract, "
+        "E15-SHAPES, E15-FLAGS, E15-NAN); repeatable",
+    ),
+    Setting(
+        name="strict",
+        field="strict",
+        kind="flag",
+        help="fail on documented upstream differences (X1-X7) too; they are reported either way",
+    ),
+    Setting(
+        name="engine-model",
+        field="engine_model",
+        metavar="DIR",
+        help="engine: the Hugging Face Llama checkpoint every engine build serves (default: the kit's own, "
+        "seeded random weights with head_dim 32)",
+    ),
+    Setting(name="engine-dtype", field="engine_dtype", metavar="DTYPE", help="engine: the dtype every build gets"),
+    Setting(
+        name="drafter-config",
+        field="drafter_config",
+        metavar="JSON",
+        help="drafter: the speculative_config (a JSON object of vLLM's keys) a vLLM proposer class is built with, "
+        'over the defaults ({"method": "suffix"}; {"method": "ngram", "num_speculative_tokens": 4})',
+    ),
+    Setting(
+        name="hypothesis-profile",
+        field="hypothesis_profile",
+        choices=HYPOTHESIS_PROFILES,
+        help="Hypothesis profile of the state machines (ci: derandomized, the default)",
+    ),
+)
+"""Every setting of ``CheckOptions`` a user can give, in the order ``--help`` lists them."""
+_NAMING_FIELDS: Final = ("option_prefix", "setting_prefix")
+assert sorted(s.field for s in SETTINGS) == sorted(f.name for f in fields(CheckOptions) if f.name not in _NAMING_FIELDS)
+assert all(s.default is (s.kind == "off-flag") for s in SETTINGS if s.kind in ("flag", "off-flag"))
+
+
+def add_settings(addoption: Callable[..., object], prefix: str) -> None:
+    """Declare every setting with ``addoption``: pytest's ``group.addoption`` with prefix
+    ``--arctic-ref-``, or argparse's ``add_argument`` with prefix ``--``."""
+    for setting in SETTINGS:
+        extra: dict[str, Any] = {}
+        if setting.choices:
+            extra["choices"] = setting.choices
+        if setting.metavar:
+            extra["metavar"] = setting.metavar
+        if setting.kind in ("flag", "off-flag"):
+            extra["action"] = "store_true"
+        elif setting.kind == "repeatable":
+            extra.update(action="append", default=[])
+        else:
+            extra["default"] = setting.default
+        addoption(setting.flag(prefix), help=setting.help, **extra)
+
+
+def check_options(parsed: object, prefix: str, *, option_prefix: str, setting_prefix: str) -> CheckOptions:
+    """The ``CheckOptions`` that ``add_settings(..., prefix)`` options parsed into ``parsed`` (an
+    argparse namespace: the CLI's, or pytest's ``config.option``) say; ``option_prefix`` and
+    ``setting_prefix`` name options in messages as that front door spells them."""
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        value = getattr(parsed, setting.dest(prefix))
+        if setting.kind == "off-flag":
+            value = not value
+        elif setting.kind == "repeatable":
+            value = tuple(value)
+        values[setting.field] = value
+    return CheckOptions(**values, option_prefix=option_prefix, setting_prefix=setting_prefix)

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from arctic_ref.check_options import LEVELS, SAMPLER_CATEGORIES, TARGET_COMPONENTS, CheckOptions
+from arctic_ref.check_options import TARGET_COMPONENTS, add_settings, check_options
 from arctic_ref.model.config import DTYPES
 from arctic_ref.parallel.launch import RankFailed
 from arctic_ref.runner.engine import KERNELS
@@ -70,29 +70,29 @@ def _check(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_report.check_report_path(args.report)
     impls = [*args.impl, *(f"engine={engine}" for engine in args.engine)]
+    only = [part for part in (args.only or "").split(",") if part]
     if impls:
-        options = CheckOptions(
-            level=args.level,
-            strict=args.strict,
-            statistics=not args.no_statistics,
-            leave_out=tuple(args.leave_out),
-            engine_model=args.engine_model,
-            engine_dtype=args.engine_dtype,
-            drafter_config=args.drafter_config,
-            option_prefix="--impl ",
-            setting_prefix="--",
-        )
+        options = check_options(args, "--", option_prefix="--impl ", setting_prefix="--")
         built = front_door.impl_checks(impls, options, Path.cwd())  # TargetError (a ValueError): exit 2
+        if only:
+            built = front_door.select_each(built, only)
         _say(f"arctic-ref check: {sum(len(c) for _, c in built)} checks of {', '.join(impls)}")
-        runs = [run for spec, checks in built for run in front_door.run_checks(checks, _say, source=spec)]
+        runs = [
+            run
+            for spec, checks in built
+            for run in front_door.run_checks(checks, _say, strict=options.strict, source=spec)
+        ]
         noun = "implementations"
     else:
+        # A setting is named as typed here (--engine-model); our own engine target keeps the name
+        # CheckOptions gives it by default (--arctic-ref-engine), which no user types.
+        options = check_options(args, "--", option_prefix="--arctic-ref-", setting_prefix="--")
         _say("arctic-ref check: every component's checks on arctic_ref's own implementation")
-        checks = front_door.our_checks(CheckOptions())
-        if args.only:
-            checks = front_door.select(checks, (part for part in args.only.split(",") if part))
-        runs = front_door.run_checks(checks, _say)
-        noun = "batteries"
+        checks = front_door.our_checks(options)
+        if only:
+            checks = front_door.select(checks, only)
+        runs = front_door.run_checks(checks, _say, strict=options.strict)
+        noun = "checks"
     print(check_report.format_report(runs))
     failed = [run for run in runs if run.verdict.outcome is check.Outcome.FAIL]
     ids = len(dict.fromkeys(run.source or run.check.qualified_id for run in runs))
@@ -311,11 +311,11 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _add_check(commands: Commands) -> None:
-    check = commands.add_parser(
-        "check", help="every conformance battery on embedded defaults; non-zero exit on failure"
-    )
+    check = commands.add_parser("check", help="every component's checks on embedded defaults; non-zero exit on failure")
     check.add_argument(
-        "--only", help="comma-separated check ids (layout), qualified ids (suffix-tree/bad-input) or groups (layouts)"
+        "--only",
+        help="comma-separated check ids (layout), qualified ids (suffix-tree/bad-input) or groups (layouts); "
+        "with --impl, among your implementations' checks",
     )
     check.add_argument(
         "--impl",
@@ -333,26 +333,7 @@ def _add_check(commands: Commands) -> None:
         help="check a serving engine with vLLM's LLM interface end to end (vllm:LLM; repeatable); "
         "the same as --impl engine=MODULE:ATTR",
     )
-    check.add_argument(
-        "--engine-model", metavar="DIR", help="engine: the checkpoint it serves (default: the kit's own)"
-    )
-    check.add_argument("--engine-dtype", default="float32", metavar="DTYPE", help="engine: the dtype of every build")
-    check.add_argument(
-        "--drafter-config",
-        metavar="JSON",
-        help="drafter: the speculative_config (JSON object) a vLLM proposer class is built with (--impl)",
-    )
-    check.add_argument("--level", choices=LEVELS, default="quick", help="sampler kit level (--impl)")
-    check.add_argument("--strict", action="store_true", help="fail on upstream differences X1-X7 too (--impl)")
-    check.add_argument(
-        "--leave-out",
-        action="append",
-        default=[],
-        choices=SAMPLER_CATEGORIES,
-        metavar="CATEGORY",
-        help="sampler: report this category's checks as skipped (strict: our stricter input contract) (--impl)",
-    )
-    check.add_argument("--no-statistics", action="store_true", help="sampler: exact checks only (--impl)")
+    add_settings(check.add_argument, "--")  # the plugin's --arctic-ref-<setting> options, as --<setting>
     check.add_argument("--report", type=Path, metavar="PATH", help="also write the table as .md, .json or JUnit .xml")
     check.set_defaults(run=_check)
 

@@ -18,16 +18,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from arctic_ref.check_options import (
-    BACKENDS,
-    DEVICES,
-    HYPOTHESIS_PROFILES,
-    LEVELS,
-    SAMPLER_CATEGORIES,
-    SAMPLER_PROFILE_NAMES,
     TARGET_COMPONENTS,
     TARGET_HELP,
     CheckOptions,
     TargetComponent,
+    add_settings,
+    check_options,
 )
 
 if TYPE_CHECKING:
@@ -39,98 +35,29 @@ if TYPE_CHECKING:
     from arctic_ref.testing.rejection.report import ConformanceReport
 
 
+PREFIX = "--arctic-ref-"
+"""Every option of the plugin starts so: ``--arctic-ref-<component>`` and ``--arctic-ref-<setting>``."""
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("arctic-ref", "check your implementation against arctic_ref")
     for component in TARGET_COMPONENTS:
         group.addoption(
-            f"--arctic-ref-{component}", action="append", default=[], metavar="MODULE:ATTR", help=TARGET_HELP[component]
+            f"{PREFIX}{component}", action="append", default=[], metavar="MODULE:ATTR", help=TARGET_HELP[component]
         )
-    group.addoption(
-        "--arctic-ref-level",
-        choices=LEVELS,
-        default="quick",
-        help="sampler kit level: quick (400 exact cases, 50,000 requests per statistical test) or full",
-    )
-    group.addoption("--arctic-ref-device", choices=DEVICES, default="cpu", help="device of the sampler kit")
-    group.addoption(
-        "--arctic-ref-profile",
-        choices=SAMPLER_PROFILE_NAMES,
-        default="intended",
-        help="sampler profile: the intended numerics, or vLLM 0.9.2's, or vLLM 0.32's (its CPU build)",
-    )
-    group.addoption(
-        "--arctic-ref-backend",
-        choices=BACKENDS,
-        default="gloo",
-        help="the exchange's process groups: gloo on CPU, nccl with one GPU per rank",
-    )
-    group.addoption(
-        "--arctic-ref-no-statistics",
-        action="store_true",
-        help="sampler: the exact checks only (S1-S5 pass untested); for a fast pre-commit run",
-    )
-    group.addoption(
-        "--arctic-ref-leave-out",
-        action="append",
-        default=[],
-        choices=SAMPLER_CATEGORIES,
-        metavar="CATEGORY",
-        help="sampler: report this category's checks as skipped (strict: arctic_ref's stricter input contract, "
-        "E15-SHAPES, E15-FLAGS, E15-NAN); repeatable",
-    )
-    group.addoption(
-        "--arctic-ref-strict",
-        action="store_true",
-        help="fail on documented upstream differences (X1-X7) too; they are reported either way",
-    )
-    group.addoption(
-        "--arctic-ref-engine-model",
-        metavar="DIR",
-        default=None,
-        help="engine: the Hugging Face Llama checkpoint every engine build serves (default: the kit's own, "
-        "seeded random weights with head_dim 32)",
-    )
-    group.addoption(
-        "--arctic-ref-engine-dtype", default="float32", metavar="DTYPE", help="engine: the dtype every build gets"
-    )
-    group.addoption(
-        "--arctic-ref-drafter-config",
-        metavar="JSON",
-        default=None,
-        help="drafter: the speculative_config (a JSON object of vLLM's keys) a vLLM proposer class is built with, "
-        'over the defaults ({"method": "suffix"}; {"method": "ngram", "num_speculative_tokens": 4})',
-    )
-    group.addoption(
-        "--arctic-ref-hypothesis-profile",
-        choices=HYPOTHESIS_PROFILES,
-        default="ci",
-        help="Hypothesis profile of the state machines (ci: derandomized, the default)",
-    )
+    add_settings(group.addoption, PREFIX)
 
 
 def _requested(config: pytest.Config) -> list[tuple[TargetComponent, str]]:
-    return [
-        (component, value) for component in TARGET_COMPONENTS for value in config.getoption(f"--arctic-ref-{component}")
-    ]
+    return [(component, value) for component in TARGET_COMPONENTS for value in config.getoption(f"{PREFIX}{component}")]
 
 
 def _options(config: pytest.Config) -> CheckOptions:
-    return CheckOptions(
-        level=config.getoption("--arctic-ref-level"),
-        device=config.getoption("--arctic-ref-device"),
-        profile=config.getoption("--arctic-ref-profile"),
-        strict=config.getoption("--arctic-ref-strict"),
-        hypothesis_profile=config.getoption("--arctic-ref-hypothesis-profile"),
-        statistics=not config.getoption("--arctic-ref-no-statistics"),
-        backend=config.getoption("--arctic-ref-backend"),
-        leave_out=tuple(config.getoption("--arctic-ref-leave-out")),
-        engine_model=config.getoption("--arctic-ref-engine-model"),
-        engine_dtype=config.getoption("--arctic-ref-engine-dtype"),
-        drafter_config=config.getoption("--arctic-ref-drafter-config"),
-    )
+    return check_options(config.option, PREFIX, option_prefix=PREFIX, setting_prefix=PREFIX)
 
 
 _CHECKS = pytest.StashKey[list[tuple[str, list["Check"]]]]()
+_STRICT = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -152,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except TargetError as error:
             raise pytest.UsageError(str(error)) from None
     config.stash[_CHECKS] = checks
+    config.stash[_STRICT] = options.strict
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -171,9 +99,9 @@ class ArcticRefItem(pytest.Item):
     """Set by ``ArcticRefCollector.collect`` right after ``from_parent``."""
 
     def runtest(self) -> None:
-        from arctic_ref.testing.check import failure_text, run_check  # loaded already by pytest_configure
+        from arctic_ref.testing.check import failure_text, run_and_settle  # loaded already by pytest_configure
 
-        verdict = run_check(self.check)
+        verdict = run_and_settle(self.check, strict=self.config.stash[_STRICT])
         if verdict.skipped:
             pytest.skip(verdict.skipped)
         if verdict.known_difference and verdict.passed:
@@ -250,7 +178,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     requested = _requested(config)
     if not requested:
         return None
-    profile = config.getoption("--arctic-ref-hypothesis-profile")
+    profile = _options(config).hypothesis_profile
     return (
         "arctic-ref: checking "
         + ", ".join(f"{c}={v}" for c, v in requested)

@@ -1,14 +1,17 @@
 """``arctic-ref simulate`` and ``check`` end to end, and the upstream simulator bugs not copied
 (docs/suffix-decoding.md §8)."""
 
+import argparse
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
-from arctic_ref.check_options import CheckOptions
+from arctic_ref import cli
+from arctic_ref.check_options import SETTINGS, CheckOptions, check_options
 from arctic_ref.cli import main
 from arctic_ref.model.config import tiny_config
 from arctic_ref.parallel.launch import RankInfo
@@ -18,7 +21,10 @@ from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.suffix.trace_file import read_trace, write_trace
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 from arctic_ref.suffix.workload import code_edit_trace
-from arctic_ref.testing.front_door import our_checks
+from arctic_ref.testing.check import Check, Verdict
+from arctic_ref.testing.front_door import our_checks, run_checks
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
 
 
 def simulate(capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, object]:
@@ -108,8 +114,8 @@ def test_impl_both_reports_identical_drafts_and_ratios(capsys: pytest.CaptureFix
     assert isinstance(summary["spec_ratio"], float) and isinstance(summary["update_ratio"], float)
 
 
-def test_check_single_process_batteries_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    """Every battery but the multi-process ``layouts`` group, which conformance/ runs in the same CI
+def test_check_single_process_checks_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every check but the multi-process ``layouts`` group, which conformance/ runs in the same CI
     job (the same workers and comparisons), and the engine checks, which scripts/test-vllm.sh runs on
     the reference engine in the same CI job; the full command is the slow test below."""
     single = [
@@ -119,7 +125,7 @@ def test_check_single_process_batteries_pass(capsys: pytest.CaptureFixture[str])
     ]
     assert main(["check", "--only", ",".join(single)]) == 0
     report = capsys.readouterr().out
-    assert "FAIL" not in report.split("batteries passed")[0] and "suffix tree vs naive oracle" in report
+    assert "FAIL" not in report.split("passed or skipped")[0] and "suffix tree vs naive oracle" in report
 
 
 @pytest.mark.slow
@@ -127,7 +133,7 @@ def test_check_single_process_batteries_pass(capsys: pytest.CaptureFixture[str])
 def test_check_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check"]) == 0
     report = capsys.readouterr().out
-    assert "FAIL" not in report.split("batteries passed")[0] and "spec-lossless" in report
+    assert "FAIL" not in report.split("passed or skipped")[0] and "spec-lossless" in report
 
 
 def test_generate_json_matches_the_python_api(capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,7 +216,7 @@ def test_generate_with_drafts_is_lossless_and_reports_acceptance(capsys: pytest.
     assert all(0 <= r["num_accepted_tokens"] <= r["num_draft_tokens"] for r in speculative)
 
 
-def test_check_only_selects_batteries(capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_only_selects_checks(capsys: pytest.CaptureFixture[str]) -> None:
 
     checks = our_checks(CheckOptions())
     assert len({check.qualified_id for check in checks}) == len(checks)  # one definition per id
@@ -219,7 +225,7 @@ def test_check_only_selects_batteries(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "layout: group tables" in out and "cudagraph:" in out and "suffix tree" not in out
     assert main(["check", "--only", "nope"]) == 2
-    assert "unknown batteries ['nope']" in capsys.readouterr().err
+    assert "unknown checks ['nope']" in capsys.readouterr().err
 
 
 def test_generate_packed_kernels_give_the_reference_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -252,6 +258,68 @@ def test_check_impl_reports_and_exits_by_verdict(
     assert "drafter bounds" in out and "FAIL" in out and "(D8)" in out
     if suffix == ".xml":
         assert "<failure" in report.read_text()
+
+
+def test_check_only_selects_among_the_checks_of_impl(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--only`` with ``--impl``: the implementation's checks it names, by id or qualified id; an
+    unknown name is the same usage error as without ``--impl``."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    impl = ["check", "--impl", "drafter=byo.drafter:make_drafter"]
+    assert main([*impl, "--only", "bounds,drafter/lossless-64"]) == 0
+    captured = capsys.readouterr()
+    assert "[2/2] lossless-64: PASS" in captured.err and "[3/" not in captured.err
+    assert "1 implementations, 2 rows: 2 passed or skipped, 0 failed" in captured.out
+    assert main([*impl, "--only", "bounds,nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown checks ['nope']; known: " in err and "drafter/bounds" in err
+
+
+def test_plain_check_honours_the_settings_and_names_them_as_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without ``--impl`` the settings go into our checks' options too: our engine is built on
+    ``--engine-model``, and a directory without config.json is a usage error naming the CLI's option."""
+    assert main(["check", "--only", "layout", "--engine-model", "/nonexistent-model"]) == 2
+    assert "--engine-model=/nonexistent-model: no config.json there" in capsys.readouterr().err
+
+
+def test_check_takes_every_setting_of_the_plugin_with_its_defaults() -> None:
+    """``arctic-ref check``'s options are the plugin's settings (``--<name>`` for ``--arctic-ref-<name>``)
+    plus its own; parsed with none given, they are ``CheckOptions()``."""
+    commands = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    check = commands.choices["check"]
+    flags = {flag for action in check._actions for flag in action.option_strings}
+    assert flags == {"-h", "--help", *OWN_CHECK_FLAGS, *(setting.flag("--") for setting in SETTINGS)}
+    args = cli._parser().parse_args(["check"])
+    assert check_options(args, "--", option_prefix="--arctic-ref-", setting_prefix="--arctic-ref-") == CheckOptions()
+
+
+OWN_CHECK_FLAGS = ("--only", "--impl", "--engine", "--report")
+"""``arctic-ref check``'s options that are not settings of ``CheckOptions``."""
+
+
+def test_the_user_guides_check_flags_are_the_clis() -> None:
+    """docs/user-guide.md's ``arctic-ref check`` table lists the command's own flags, and the sentence
+    under it every setting, none missing and none extra."""
+    section = GUIDE.read_text(encoding="utf-8").split("\n### `arctic-ref check`\n", 1)[1].split("\n### ", 1)[0]
+    table, after = section.split("\n|---|---|\n", 1)[1].split("\n\n", 1)
+    assert [line.split("`")[1].split(" ")[0] for line in table.splitlines()] == list(OWN_CHECK_FLAGS)
+    sentence = after.split("\n\n", 1)[0]
+    assert re.findall(r"`(--[a-z-]+)`", sentence) == [setting.flag("--") for setting in SETTINGS]
+
+
+def test_the_front_door_settles_every_verdict_by_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    """``strict`` is applied where the checks run: a failure a known upstream difference explains
+    passes (and says so), and fails under ``strict``; any other failure fails either way."""
+    known = Verdict(passed=False, compared="x", known_difference="X1", detail="d")
+    checks = [
+        Check(component="suffix-tree", id="known", meaning="m", run=lambda: known),
+        Check(component="suffix-tree", id="plain", meaning="m", run=lambda: Verdict(passed=False, compared="x")),
+    ]
+    for strict, outcomes in ((False, ["PASS", "FAIL"]), (True, ["FAIL", "FAIL"])):
+        runs = run_checks(checks, lambda _: None, strict=strict)
+        assert [str(run.verdict.outcome) for run in runs] == outcomes
+        assert runs[0].verdict.known_difference == "X1"
 
 
 @pytest.mark.parametrize(
@@ -313,7 +381,7 @@ def test_check_progress_counts_the_ids_of_only_and_the_table_names_them(capsys: 
     assert main(["check", "--only", "layout,heads,cudagraph"]) == 0
     captured = capsys.readouterr()
     assert "[3/3] cudagraph: PASS" in captured.err and "[4/" not in captured.err
-    assert "3 batteries, 3 rows: 3 passed or skipped, 0 failed" in captured.out
+    assert "3 checks, 3 rows: 3 passed or skipped, 0 failed" in captured.out
     assert [line.split()[0] for line in captured.out.splitlines()[2:5]] == ["layout", "heads", "cudagraph"]
 
 

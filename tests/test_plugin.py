@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from arctic_ref.check_options import SETTINGS, TARGET_COMPONENTS, CheckOptions, Setting
+from arctic_ref.pytest_plugin import _options
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 from arctic_ref.testing import machine_verdict
 from arctic_ref.testing.components import sampler  # noqa: F401
@@ -188,3 +190,41 @@ def test_a_clone_of_arctic_ref_below_the_run_is_not_collected(pytester: pytest.P
     result.stdout.fnmatch_lines(["*its state machines run Hypothesis profile 'dev'*"])
     plain = pytester.runpytest("-p", "no:cacheprovider", "-o", "addopts=")  # no options: the plugin stays out
     assert plain.ret != pytest.ExitCode.OK
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
+
+
+def guide_table(heading: str) -> dict[str, str]:
+    """The first column's option (its first backticked word, up to ``=``) → the second column, of
+    the table right under ``heading`` in docs/user-guide.md."""
+    after = GUIDE.read_text(encoding="utf-8").split(f"\n{heading}\n", 1)[1]
+    table = after.lstrip("\n").split("\n\n", 1)[0].splitlines()
+    lines = table[2:]  # the rows, under the header and its rule
+    cells = [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in lines]
+    return {row[0].split("`")[1].split("=")[0].split(" ")[0]: row[1] for row in cells}
+
+
+def values_cell(setting: Setting) -> str:
+    """What the guide's "values (default)" column says of ``setting``: its choices and its default."""
+    if setting.kind in ("flag", "off-flag"):
+        return "flag"
+    shown = ", ".join(f"`{choice}`" for choice in setting.choices) if setting.choices else f"`{setting.metavar}`"
+    if setting.kind == "repeatable":
+        return f"{shown} (none); repeatable"
+    return f"{shown} ({'none' if setting.default is None else f'`{setting.default}`'})"
+
+
+def test_the_user_guides_option_table_is_the_declared_options() -> None:
+    """docs/user-guide.md's plugin options are exactly the plugin's: each component option, and each
+    setting of ``SETTINGS`` with its choices and default, none missing and none extra."""
+    table = guide_table("### Options")
+    expected = {f"--arctic-ref-{component}": "repeatable" for component in TARGET_COMPONENTS}
+    expected |= {setting.flag("--arctic-ref-"): values_cell(setting) for setting in SETTINGS}
+    assert table == expected
+
+
+def test_the_plugin_declares_the_settings_with_checkoptions_defaults(pytester: pytest.Pytester) -> None:
+    """``pytest`` with no option gives ``CheckOptions()``, as ``arctic-ref check`` does."""
+    config = pytester.parseconfig()
+    assert _options(config) == CheckOptions()

@@ -1,8 +1,9 @@
 """The kit's one check model: a ``Check`` is a named, time-bounded test of one component's
 implementation (ours or yours), and a ``Verdict`` is what it found. ``arctic-ref check``, ``arctic-ref
 check --impl`` and the pytest plugin all build ``Check`` values from the component modules
-(``arctic_ref.testing.components``) and run them with ``run_check``, which never raises: a crash, a
-hang or malformed output is a failed verdict that says what happened."""
+(``arctic_ref.testing.components``) and run them with ``run_and_settle``: ``run_check``, which never
+raises (a crash, a hang or malformed output is a failed verdict that says what happened), then
+``settle``, the one place ``strict`` decides whether a known upstream difference fails."""
 
 import signal
 import threading
@@ -167,6 +168,13 @@ def run_check(check: Check) -> Verdict:
         return Verdict(passed=False, compared=check.meaning, detail=str(error))
     except Exception as error:  # the kit never raises: whatever the implementation did is the verdict
         return Verdict(passed=False, compared=check.meaning, detail=describe_exception(error))
+
+
+def run_and_settle(check: Check, *, strict: bool) -> Verdict:
+    """What a front door reports for ``check``: ``run_check``'s verdict, settled (``settle``), so a
+    failure a catalogued upstream difference explains passes unless ``strict``. Every front door
+    (``arctic-ref check``, ``--impl``, the pytest plugin) runs its checks through here."""
+    return settle(run_check(check), strict)
 
 
 def describe_exception(error: BaseException) -> str:

@@ -1,6 +1,7 @@
 """The one list of checks behind every front door. ``arctic-ref check`` runs ``our_checks``,
 ``arctic-ref check --impl`` and the pytest plugin run ``component_checks`` on a ``MODULE:ATTR`` of
-yours; all three run each ``Check`` with ``run_check`` and report ``Verdict`` values. A check is
+yours; all three run each ``Check`` with ``run_and_settle`` (which applies ``strict``) and report
+``Verdict`` values. A check is
 named ``<component>/<id>``, defined once, in its component's module."""
 
 import time
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arctic_ref.check_options import COMPONENTS, TARGET_COMPONENTS, CheckOptions, Component, TargetComponent
-from arctic_ref.testing.check import Check, Verdict, run_check
+from arctic_ref.testing.check import Check, Verdict, run_and_settle
 from arctic_ref.testing.loading import TargetError
 
 
@@ -92,8 +93,15 @@ def select(checks: Sequence[Check], only: Iterable[str]) -> list[Check]:
     unknown = sorted(wanted - names)
     if unknown:
         known = ", ".join(dict.fromkeys(name for check in checks for name in _names(check)))
-        raise ValueError(f"unknown batteries {unknown}; known: {known}")
+        raise ValueError(f"unknown checks {unknown}; known: {known}")
     return [check for check in checks if wanted & set(_names(check))]
+
+
+def select_each(built: Sequence[tuple[str, list[Check]]], only: Iterable[str]) -> list[tuple[str, list[Check]]]:
+    """``select`` on the checks of every ``--impl`` together (a name is unknown when no ``--impl``
+    has it), then each ``--impl``'s checks that ``only`` names."""
+    chosen = {id(check) for check in select([check for _, checks in built for check in checks], only)}
+    return [(spec, [check for check in checks if id(check) in chosen]) for spec, checks in built]
 
 
 def _names(check: Check) -> tuple[str, ...]:
@@ -135,8 +143,11 @@ class CheckRun:
     checks of several components in the run."""
 
 
-def run_checks(checks: Sequence[Check], progress: Callable[[str], None], *, source: str = "") -> list[CheckRun]:
-    """Each check in turn under its time bound, with a progress line before and after."""
+def run_checks(
+    checks: Sequence[Check], progress: Callable[[str], None], *, strict: bool, source: str = ""
+) -> list[CheckRun]:
+    """Each check in turn under its time bound, settled by ``strict`` (``run_and_settle``), with a
+    progress line before and after."""
     components: dict[str, set[str]] = {}
     for check in checks:
         components.setdefault(check.id, set()).add(check.component)
@@ -145,7 +156,7 @@ def run_checks(checks: Sequence[Check], progress: Callable[[str], None], *, sour
         name = check.qualified_id if len(components[check.id]) > 1 else check.id
         progress(f"[{index}/{len(checks)}] {name} ...")
         began = time.perf_counter()
-        verdict = run_check(check)
+        verdict = run_and_settle(check, strict=strict)
         seconds = time.perf_counter() - began
         progress(f"[{index}/{len(checks)}] {name}: {verdict.outcome} ({seconds:.1f} s)")
         runs.append(CheckRun(check=check, verdict=verdict, seconds=seconds, source=source, name=name))
