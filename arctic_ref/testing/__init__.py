@@ -8,7 +8,7 @@ loads nothing else. The sub-packages hold the rest:
   checks per component, the report; ``components/``: one module of named checks per component;
 - ``suffix``: the naive suffix oracle, Hypothesis strategies, the tree and cache state machines
   (docs/suffix-decoding.md §9);
-- ``rejection``: the rejection-sampler conformance kit, exact and statistical (docs/verification.md §6);
+- ``sampler``: the rejection-sampler conformance kit, exact and statistical (docs/verification.md §6);
 - ``drafts``: the draft-selection suite, the seed's bug replays, the replays in a running runner
   (docs/verification.md §4, docs/runner.md §2.6);
 - ``layouts``: the layout matrix and the multi-rank checks (docs/parallel.md §5);
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from arctic_ref.testing.drafts.selection import check_draft_selection
     from arctic_ref.testing.front_door import component_checks, our_checks
     from arctic_ref.testing.layouts.matrix import LAYOUTS, compare, run_cases
-    from arctic_ref.testing.rejection.kit import check_rejection_sampler
-    from arctic_ref.testing.rejection.report import ConformanceReport, RejectionSampleFn
+    from arctic_ref.testing.sampler.kit import check_rejection_sampler
+    from arctic_ref.testing.sampler.report import ConformanceReport, RejectionSampleFn
     from arctic_ref.testing.suffix.machines import (
         Implementation,
         SuffixCacheMachine,
@@ -61,9 +61,9 @@ _HOME: Final[dict[str, str]] = {
     "run_check": "arctic_ref.testing.check",
     "component_checks": "arctic_ref.testing.front_door",
     "our_checks": "arctic_ref.testing.front_door",
-    "check_rejection_sampler": "arctic_ref.testing.rejection.kit",
-    "ConformanceReport": "arctic_ref.testing.rejection.report",
-    "RejectionSampleFn": "arctic_ref.testing.rejection.report",
+    "check_rejection_sampler": "arctic_ref.testing.sampler.kit",
+    "ConformanceReport": "arctic_ref.testing.sampler.report",
+    "RejectionSampleFn": "arctic_ref.testing.sampler.report",
     "NaiveSuffixIndex": "arctic_ref.testing.suffix.oracles",
     "Implementation": "arctic_ref.testing.suffix.machines",
     "SuffixTreeMachine": "arctic_ref.testing.suffix.machines",

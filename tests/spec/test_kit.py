@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from arctic_ref.spec import rejection_sample, rejection_sample_loop, rejection_sample_with_noise
-from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
-from arctic_ref.testing.rejection.mutants import MUTATIONS, MutantLoop
-from arctic_ref.testing.rejection.report import CheckStatus
-from arctic_ref.testing.rejection.vllm_bugs import VLLM_BUG_SAMPLERS, SamplerBugReplay
+from arctic_ref.testing.sampler.kit import Injectable, check_rejection_sampler
+from arctic_ref.testing.sampler.mutants import MUTATIONS, MutantLoop
+from arctic_ref.testing.sampler.report import CheckStatus
+from arctic_ref.testing.sampler.vllm_bugs import VLLM_BUG_SAMPLERS, SamplerBugReplay
 
 
 def test_vectorised_full_report_is_clean() -> None:

@@ -25,9 +25,9 @@ from arctic_ref.spec.sampling import (
     request_of_rows,
     row_temperatures,
 )
-from arctic_ref.testing.rejection.check_ids import CATEGORIES, MEANINGS
-from arctic_ref.testing.rejection.corpus import RejectionCase, random_case
-from arctic_ref.testing.rejection.exact import (
+from arctic_ref.testing.sampler.check_ids import CATEGORIES, MEANINGS
+from arctic_ref.testing.sampler.corpus import RejectionCase, random_case
+from arctic_ref.testing.sampler.exact import (
     Candidate,
     _e15_errors,
     _e17_masks,
@@ -36,9 +36,9 @@ from arctic_ref.testing.rejection.exact import (
     predict_seeded_noise,
     seeded_rows,
 )
-from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
-from arctic_ref.testing.rejection.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, ConformanceReport
+from arctic_ref.testing.sampler.kit import Injectable, check_rejection_sampler
+from arctic_ref.testing.sampler.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
+from arctic_ref.testing.sampler.report import CheckResult, CheckStatus, ConformanceReport
 
 PACKAGE = Path(arctic_ref.__file__).parent
 
@@ -62,8 +62,8 @@ def test_kit_names_collide_with_no_other_public_name() -> None:
     runner/drafters.py) were each defined twice; the kit's are now ``CheckStatus`` and ``ToyDrafter``."""
     for name in ("Status", "Drafter", "CheckStatus", "ToyDrafter"):
         assert len(_top_level_definitions(name)) <= 1, f"{name} is defined in {_top_level_definitions(name)}"
-    assert _top_level_definitions("CheckStatus") == ["testing/rejection/report.py"]
-    assert _top_level_definitions("ToyDrafter") == ["testing/rejection/toy_generation.py"]
+    assert _top_level_definitions("CheckStatus") == ["testing/sampler/report.py"]
+    assert _top_level_definitions("ToyDrafter") == ["testing/sampler/toy_generation.py"]
 
 
 def test_every_mutant_is_the_loop_with_one_stage_swapped() -> None:

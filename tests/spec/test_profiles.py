@@ -153,7 +153,7 @@ def test_v21_replay_is_caught_by_e5() -> None:
     from functools import partial
 
     from arctic_ref.spec import rejection_sample
-    from arctic_ref.testing.rejection.kit import check_rejection_sampler
+    from arctic_ref.testing.sampler.kit import check_rejection_sampler
 
     replay = partial(rejection_sample, profile=VLLM_0_32)
     survivor = int(torch.tensor([2.0, 2.0, 0.0]).sort().indices[-1])

@@ -1,5 +1,5 @@
 """The sampler kit's adapter for a class with vLLM 0.32's ``RejectionSampler`` interface
-(``arctic_ref/testing/rejection/vllm_class.py``), in any environment: a class without that
+(``arctic_ref/testing/sampler/vllm_class.py``), in any environment: a class without that
 interface, or one that needs vLLM where vLLM does not import, is a one-line usage error; the
 ``BonusSampler`` keeps the bonus draws off the caller's generators; E15-SPEC-LEN takes vLLM 0.32's
 ``AssertionError`` at 129; the inputs vLLM's kernels would write out of bounds with are never fed;
@@ -19,13 +19,13 @@ from torch import Tensor
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.spec import INTENDED, VLLM_0_32, rejection_sample
 from arctic_ref.testing.check import SharedRun
-from arctic_ref.testing.components.sampler import _verdict_of
 from arctic_ref.testing.front_door import component_checks
 from arctic_ref.testing.loading import TargetError
-from arctic_ref.testing.rejection.exact import Candidate, _e15_errors, _Tally
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, ConformanceReport
-from arctic_ref.testing.rejection.stats import STATISTICS_STOPPED
-from arctic_ref.testing.rejection.vllm_class import VLLM_UNSAFE_INPUTS, BonusSampler, interface_problem
+from arctic_ref.testing.sampler.checks import _verdict_of
+from arctic_ref.testing.sampler.exact import Candidate, _e15_errors, _Tally
+from arctic_ref.testing.sampler.report import CheckResult, CheckStatus, ConformanceReport
+from arctic_ref.testing.sampler.stats import STATISTICS_STOPPED
+from arctic_ref.testing.sampler.vllm_class import VLLM_UNSAFE_INPUTS, BonusSampler, interface_problem
 
 VLLM_IMPORTS = importlib.util.find_spec("vllm") is not None and importlib.util.find_spec("vllm.config") is not None
 
@@ -249,6 +249,6 @@ def test_when_the_statistical_checks_stop_the_two_they_did_not_report_are_not_ru
 
 
 def test_the_unsafe_inputs_are_only_strict_ones() -> None:
-    from arctic_ref.testing.rejection.check_ids import CATEGORIES
+    from arctic_ref.testing.sampler.check_ids import CATEGORIES
 
     assert all(CATEGORIES[check] == "strict" for check in VLLM_UNSAFE_INPUTS)

@@ -1,7 +1,7 @@
 """The sampler component: the rejection-sampler conformance kit (docs/verification.md §5, §6) as one
 named check per kit check, from one run of the kit, on any function with vLLM's ``rejection_sample``
 argument list, or on a class with vLLM 0.32's ``RejectionSampler`` interface, built and called as
-vLLM's V1 runner does (``rejection/vllm_class.py``); on ours (``arctic_ref.spec.rejection_sample``)
+vLLM's V1 runner does (``vllm_class.py``); on ours (``arctic_ref.spec.rejection_sample``)
 also the kit's summary row ``rejection-kit``.
 
 On vLLM 0.32's own class the kit's checks that vLLM's documented differences explain
@@ -17,16 +17,16 @@ from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, VLLM_0_32, SamplerProf
 from arctic_ref.spec.rejection import rejection_sample
 from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
 from arctic_ref.testing.loading import load_target, require_callable
-from arctic_ref.testing.rejection.check_ids import MEANINGS
-from arctic_ref.testing.rejection.kit import check_rejection_sampler
-from arctic_ref.testing.rejection.report import (
+from arctic_ref.testing.sampler.check_ids import MEANINGS
+from arctic_ref.testing.sampler.kit import check_rejection_sampler
+from arctic_ref.testing.sampler.report import (
     KNOWN_DIFFERENCE_OF_CHECK,
     CheckStatus,
     ConformanceReport,
     RejectionSampleFn,
 )
-from arctic_ref.testing.rejection.stats import STATISTICS_STOPPED
-from arctic_ref.testing.rejection.vllm_class import VllmClassSampler, is_sampler_class
+from arctic_ref.testing.sampler.stats import STATISTICS_STOPPED
+from arctic_ref.testing.sampler.vllm_class import VllmClassSampler, is_sampler_class
 
 SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {
     "intended": INTENDED,
@@ -35,7 +35,7 @@ SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {
 }
 
 
-def load_sampler(value: str, options: CheckOptions, base_dir: Path | None) -> RejectionSampleFn:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> RejectionSampleFn:
     """The sampler ``value`` names: a function as it is, a class built by ``VllmClassSampler``; a
     one-line ``TargetError`` when it is neither a callable nor a class with vLLM 0.32's interface,
     or when the class needs vLLM and vLLM does not import."""
@@ -46,7 +46,7 @@ def load_sampler(value: str, options: CheckOptions, base_dir: Path | None) -> Re
     return require_callable(option, value, target)
 
 
-def sampler_checks(sampler: RejectionSampleFn | None, options: CheckOptions) -> list[Check]:
+def checks(sampler: RejectionSampleFn | None, options: CheckOptions) -> list[Check]:
     """One check per kit check (``MEANINGS``); the kit runs once, on the first check that is run.
     ``None`` checks ours, and adds the summary row ``rejection-kit`` in front."""
     ours = sampler is None

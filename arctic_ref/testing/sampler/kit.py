@@ -19,16 +19,16 @@ from arctic_ref.check_options import SAMPLER_CATEGORIES, SamplerCategory
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
-from arctic_ref.testing.rejection.check_ids import CATEGORIES
-from arctic_ref.testing.rejection.exact import Candidate, exact_checks
-from arctic_ref.testing.rejection.report import (
+from arctic_ref.testing.sampler.check_ids import CATEGORIES
+from arctic_ref.testing.sampler.exact import Candidate, exact_checks
+from arctic_ref.testing.sampler.report import (
     KNOWN_DIFFERENCE_OF_CHECK,
     CheckStatus,
     ConformanceReport,
     NoiseInjector,
     RejectionSampleFn,
 )
-from arctic_ref.testing.rejection.stats import statistical_checks
+from arctic_ref.testing.sampler.stats import statistical_checks
 
 
 @contextmanager

@@ -18,16 +18,16 @@ from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, VLLM_0_9_2, VLLM_0_32, SamplerProfile
 from arctic_ref.spec.rejection import parse_output, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.rejection.corpus import (
+from arctic_ref.testing.sampler.corpus import (
     RejectionCase,
     clone_generators,
     make_metadata,
     random_case,
     random_noise,
 )
-from arctic_ref.testing.rejection.malformed import malformed_output
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, NoiseInjector, RejectionSampleFn
-from arctic_ref.testing.rejection.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
+from arctic_ref.testing.sampler.malformed import malformed_output
+from arctic_ref.testing.sampler.report import CheckResult, CheckStatus, NoiseInjector, RejectionSampleFn
+from arctic_ref.testing.sampler.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
 
 
 @dataclass(slots=True, kw_only=True)

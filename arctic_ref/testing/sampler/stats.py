@@ -21,9 +21,9 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import draw_noise
 from arctic_ref.spec.rejection import recover
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.rejection.malformed import require_well_formed
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, RejectionSampleFn
-from arctic_ref.testing.rejection.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
+from arctic_ref.testing.sampler.malformed import require_well_formed
+from arctic_ref.testing.sampler.report import CheckResult, CheckStatus, RejectionSampleFn
+from arctic_ref.testing.sampler.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
 
 FAMILY_ALPHA: Final = 1e-4
 VOCAB: Final = 16
