@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from arctic_ref.testing.front_door import component_checks, our_checks
     from arctic_ref.testing.layouts.matrix import LAYOUTS, compare, run_cases
     from arctic_ref.testing.sampler.kit import check_rejection_sampler
-    from arctic_ref.testing.sampler.report import ConformanceReport, RejectionSampleFn
+    from arctic_ref.testing.sampler.report import ConformanceReport
+    from arctic_ref.testing.sampler.sampler_fn import RejectionSampleFn
     from arctic_ref.testing.suffix.machines import (
         Implementation,
         SuffixCacheMachine,
@@ -63,7 +64,7 @@ _HOME: Final[dict[str, str]] = {
     "our_checks": "arctic_ref.testing.front_door",
     "check_rejection_sampler": "arctic_ref.testing.sampler.kit",
     "ConformanceReport": "arctic_ref.testing.sampler.report",
-    "RejectionSampleFn": "arctic_ref.testing.sampler.report",
+    "RejectionSampleFn": "arctic_ref.testing.sampler.sampler_fn",
     "NaiveSuffixIndex": "arctic_ref.testing.suffix.oracles",
     "Implementation": "arctic_ref.testing.suffix.machines",
     "SuffixTreeMachine": "arctic_ref.testing.suffix.machines",

@@ -38,7 +38,7 @@ from arctic_ref.check_options import CheckOptions
 from arctic_ref.testing.check import run_check
 from arctic_ref.testing.front_door import component_checks
 from arctic_ref.testing.sampler.corpus import make_metadata
-from arctic_ref.testing.sampler.report import KNOWN_DIFFERENCE_OF_CHECK, VLLM_0_32_DIFFERENCES
+from arctic_ref.testing.sampler.table import KNOWN_DIFFERENCE_OF_CHECK, VLLM_0_32_DIFFERENCES
 from arctic_ref.testing.sampler.vllm_class import VllmClassSampler
 
 HERE: Final = Path(__file__).resolve().parent
