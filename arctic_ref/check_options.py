@@ -47,7 +47,7 @@ Backend = Literal["gloo", "nccl"]
 """The exchange's process groups: gloo on CPU, or NCCL with one GPU per rank."""
 SamplerCategory = Literal["semantics", "strict"]
 """The sampler checks' categories: what any correct sampler computes, or arctic_ref's stricter input
-contract (``arctic_ref.testing.rejection.check_ids``), which a user may leave out."""
+contract (``arctic_ref.testing.sampler.table``), which a user may leave out."""
 HypothesisProfile = Literal["dev", "ci", "nightly"]
 """The project's Hypothesis profiles (``arctic_ref.testing.profiles``)."""
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from arctic_ref.suffix.cache import SuffixDecodingCache
     from arctic_ref.testing.check import Check
     from arctic_ref.testing.layout_matrix import LayoutCase, LayoutOutcome
-    from arctic_ref.testing.rejection.report import ConformanceReport
+    from arctic_ref.testing.sampler.report import ConformanceReport
 
 
 PREFIX = "--arctic-ref-"
@@ -159,7 +159,7 @@ def arctic_ref_suffix_cache() -> "type[SuffixDecodingCache]":
 @pytest.fixture
 def arctic_ref_rejection_kit() -> "Callable[..., ConformanceReport]":
     """``check_rejection_sampler``: call it on your sampler, assert ``report.ok``."""
-    from arctic_ref.testing.rejection.kit import check_rejection_sampler  # lazy: see the module docstring
+    from arctic_ref.testing.sampler.kit import check_rejection_sampler  # lazy: see the module docstring
 
     return check_rejection_sampler
 

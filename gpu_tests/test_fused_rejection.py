@@ -14,7 +14,7 @@ from arctic_ref.spec import (
     rejection_sample_with_noise,
 )
 from arctic_ref.spec.rejection_triton import TRITON_AVAILABLE, DrawnNoise, fused_kernels, softmax_rows
-from arctic_ref.testing.rejection.corpus import random_case, random_noise
+from arctic_ref.testing.sampler.corpus import random_case, random_noise
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not TRITON_AVAILABLE, reason="needs Triton")]
 

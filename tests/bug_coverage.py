@@ -250,7 +250,7 @@ CATALOGUE: Final[tuple[BugCoverage, ...]] = (
     ),
     BugCoverage(
         id="V-4",
-        fixture="`greedy_rows_divided_by_minus_one` (`testing/rejection/vllm_bugs.py`)",
+        fixture="`greedy_rows_divided_by_minus_one` (`testing/sampler/vllm_bugs.py`)",
         check=f"{_T}spec/test_kit.py::test_every_vllm_bug_replay_is_caught",
         status="caught",
         note="E5, E8",

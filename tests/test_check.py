@@ -19,7 +19,7 @@ from arctic_ref.testing.check import (
 )
 from arctic_ref.testing.check_report import format_report
 from arctic_ref.testing.front_door import CheckRun, component_checks
-from arctic_ref.testing.rejection.check_ids import CATEGORIES
+from arctic_ref.testing.sampler.table import CATEGORIES
 
 
 def _spin(seconds: float) -> Verdict:

@@ -175,6 +175,86 @@ def test_module_names_are_unambiguous() -> None:
     assert not {n: p for n, p in names.items() if len(p) > 1}
 
 
+def import_edges(root: Path) -> dict[str, set[str]]:
+    """Every module below ``root`` (a package directory) -> the modules of that package it imports,
+    anywhere in its source (inside functions and ``TYPE_CHECKING`` blocks too): ``import a.b`` and
+    ``from a import b`` name the module ``a.b`` where it exists, else ``a``."""
+    package = root.name
+    modules = {
+        ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(root.rglob("*.py"))
+    }
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [
+                    f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                    for alias in node.names
+                ]
+            edges[name] |= {t for t in targets if t.split(".")[0] == package and t in modules and t != name}
+    return edges
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm): each is a set
+    of modules that import one another in a circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No set of modules of arctic_ref imports one another in a circle, counting the imports inside
+    functions (a circle closed by a function-level import is still a circle)."""
+    edges = import_edges(Path(__file__).resolve().parents[1] / "arctic_ref")
+    assert sum(len(e) for e in edges.values()) > 300
+    assert import_cycles(edges) == []
+
+
+def test_the_circle_test_finds_a_circle(tmp_path: Path) -> None:
+    """The detector itself: a circle closed inside a function, beside a chain that is not one."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text("def f():\n    from pkg.c import x\n")
+    (package / "c.py").write_text("import pkg.a\nx = 1\n")
+    (package / "d.py").write_text("from pkg import a\n")
+    assert import_cycles(import_edges(package)) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
 BASE_INSTALL_BLOCKED = ("hypothesis", "scipy", "matplotlib", "transformers", "pytest")
 """What a base install (no extras) lacks: the CLI's entry point must still run generate and simulate."""
 

@@ -11,9 +11,9 @@ from arctic_ref.check_options import SETTINGS, TARGET_COMPONENTS, CheckOptions, 
 from arctic_ref.pytest_plugin import _options
 from arctic_ref.suffix.upstream import UPSTREAM_AVAILABLE
 from arctic_ref.testing import machine_verdict
-from arctic_ref.testing.components import sampler  # noqa: F401
 from arctic_ref.testing.drafter import checks as drafter_checks  # noqa: F401
 from arctic_ref.testing.exchange import checks as exchange_checks  # noqa: F401
+from arctic_ref.testing.sampler import checks as sampler_checks  # noqa: F401
 from arctic_ref.testing.suffix_cache import checks as suffix_cache_checks  # noqa: F401
 from arctic_ref.testing.suffix_tree import checks as suffix_tree_checks  # noqa: F401
 

@@ -3,7 +3,7 @@ from docs/verification.md §1.5. It shares only ``compute_target_probs`` and ``g
 validation) with the vectorised path and must equal it bit for bit on injected noise.
 
 The loop's stages are a value, ``LoopRules`` (the intended ones by default), as draft selection's
-are ``DraftRules`` (spec/drafts.py): the kit's broken variants (testing/rejection/mutants.py) are
+are ``DraftRules`` (spec/drafts.py): the kit's broken variants (testing/sampler/mutants.py) are
 the default rules with one stage swapped, run by the same loop (``sample_with_rules``)."""
 
 from collections.abc import Callable

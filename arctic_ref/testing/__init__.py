@@ -2,17 +2,11 @@
 
 Needs the ``testing`` extra (Hypothesis and SciPy): ``pip install 'arctic-ref[testing]'``. The
 names below are the kit's surface; each loads its module when first used, so importing the package
-loads nothing else. The sub-packages hold the rest:
-
-- ``check``, ``front_door``, ``report``: the one check model (``Check``, ``Verdict``), the list of
-  checks per component, the report; ``components/``: one module of named checks per component;
-- ``suffix``: the naive suffix oracle, Hypothesis strategies, the tree and cache state machines
-  (docs/suffix-decoding.md §9);
-- ``rejection``: the rejection-sampler conformance kit, exact and statistical (docs/verification.md §6);
-- ``drafts``: the draft-selection suite, the seed's bug replays, the replays in a running runner
-  (docs/verification.md §4, docs/runner.md §2.6);
-- ``layouts``: the layout matrix and the multi-rank checks (docs/parallel.md §5);
-- ``hf``: transformers as an oracle for the model (docs/runner.md §3.7).
+loads nothing else. One folder per component holds its ``checks.py`` (``load``, ``checks``) beside
+the code only that component uses: ``suffix_tree``, ``suffix_cache``, ``sampler``, ``drafter``,
+``exchange``, ``engine``, and arctic_ref's own ``drafting``, ``layouts`` and ``model``. The ground
+floor holds the check model (``check``), the registry (``front_door``), the report, and what several
+components share (the layout matrix, the suffix strategies, worked examples, bad-input tables).
 """
 
 import importlib
@@ -45,8 +39,9 @@ if TYPE_CHECKING:
     from arctic_ref.testing.drafting.selection import check_draft_selection
     from arctic_ref.testing.front_door import component_checks, our_checks
     from arctic_ref.testing.layout_matrix import LAYOUTS, compare, run_cases
-    from arctic_ref.testing.rejection.kit import check_rejection_sampler
-    from arctic_ref.testing.rejection.report import ConformanceReport, RejectionSampleFn
+    from arctic_ref.testing.sampler.kit import check_rejection_sampler
+    from arctic_ref.testing.sampler.report import ConformanceReport
+    from arctic_ref.testing.sampler.sampler_fn import RejectionSampleFn
     from arctic_ref.testing.suffix_cache.cache_machine import SuffixCacheMachine
     from arctic_ref.testing.suffix_tree.naive_oracle import NaiveSuffixIndex
     from arctic_ref.testing.suffix_tree.tree_machine import Implementation, SuffixTreeMachine, reference_trees
@@ -57,9 +52,9 @@ _HOME: Final[dict[str, str]] = {
     "run_check": "arctic_ref.testing.check",
     "component_checks": "arctic_ref.testing.front_door",
     "our_checks": "arctic_ref.testing.front_door",
-    "check_rejection_sampler": "arctic_ref.testing.rejection.kit",
-    "ConformanceReport": "arctic_ref.testing.rejection.report",
-    "RejectionSampleFn": "arctic_ref.testing.rejection.report",
+    "check_rejection_sampler": "arctic_ref.testing.sampler.kit",
+    "ConformanceReport": "arctic_ref.testing.sampler.report",
+    "RejectionSampleFn": "arctic_ref.testing.sampler.sampler_fn",
     "NaiveSuffixIndex": "arctic_ref.testing.suffix_tree.naive_oracle",
     "Implementation": "arctic_ref.testing.suffix_tree.tree_machine",
     "SuffixTreeMachine": "arctic_ref.testing.suffix_tree.tree_machine",

@@ -1,7 +1,7 @@
 """The kit's one check model: a ``Check`` is a named, time-bounded test of one component's
 implementation (ours or yours), and a ``Verdict`` is what it found. ``arctic-ref check``, ``arctic-ref
 check --impl`` and the pytest plugin all build ``Check`` values from the component modules
-(``arctic_ref.testing.components``) and run them with ``run_and_settle``: ``run_check``, which never
+(``arctic_ref.testing.<component>.checks``) and run them with ``run_and_settle``: ``run_check``, which never
 raises (a crash, a hang or malformed output is a failed verdict that says what happened), then
 ``settle``, the one place ``strict`` decides whether a known upstream difference fails."""
 

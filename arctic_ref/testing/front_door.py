@@ -32,11 +32,9 @@ def component_checks(
 
         return suffix_cache.checks(None if value is None else suffix_cache.load(value, options, base_dir), options)
     if component == "sampler":
-        from arctic_ref.testing.components import sampler
+        from arctic_ref.testing.sampler import checks as sampler
 
-        return sampler.sampler_checks(
-            None if value is None else sampler.load_sampler(value, options, base_dir), options
-        )
+        return sampler.checks(None if value is None else sampler.load(value, options, base_dir), options)
     if component == "drafter":
         from arctic_ref.testing.drafter import checks as drafter
 

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 import arctic_ref
@@ -25,20 +26,32 @@ from arctic_ref.spec.sampling import (
     request_of_rows,
     row_temperatures,
 )
-from arctic_ref.testing.rejection.check_ids import CATEGORIES, MEANINGS
-from arctic_ref.testing.rejection.corpus import RejectionCase, random_case
-from arctic_ref.testing.rejection.exact import (
+from arctic_ref.testing.check import Outcome, Verdict
+from arctic_ref.testing.sampler import check_ids
+from arctic_ref.testing.sampler.corpus import RejectionCase, random_case
+from arctic_ref.testing.sampler.exact import (
     Candidate,
-    _e15_errors,
-    _e17_masks,
-    _Tally,
+    Tally,
+    corpus_cases,
+    e15_errors,
+    e17_masks,
     expected_output,
     predict_seeded_noise,
     seeded_rows,
 )
-from arctic_ref.testing.rejection.kit import Injectable, check_rejection_sampler
-from arctic_ref.testing.rejection.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, ConformanceReport
+from arctic_ref.testing.sampler.kit import Injectable, check_rejection_sampler
+from arctic_ref.testing.sampler.mutants import MUTANT_RULES, MUTATIONS, MutantLoop
+from arctic_ref.testing.sampler.report import ConformanceReport
+from arctic_ref.testing.sampler.table import (
+    CATEGORIES,
+    KNOWN_DIFFERENCE_OF_CHECK,
+    MEANINGS,
+    SAMPLER_CHECKS,
+    VLLM_0_32_DIFFERENCES,
+    SamplerCheck,
+    TableError,
+    require_consistent,
+)
 
 PACKAGE = Path(arctic_ref.__file__).parent
 
@@ -59,11 +72,12 @@ def _top_level_definitions(name: str) -> list[str]:
 
 def test_kit_names_collide_with_no_other_public_name() -> None:
     """``Status`` (report.py and bug_catalogue.py) and ``Drafter`` (toy_generation.py and
-    runner/drafters.py) were each defined twice; the kit's are now ``CheckStatus`` and ``ToyDrafter``."""
-    for name in ("Status", "Drafter", "CheckStatus", "ToyDrafter"):
+    runner/drafters.py) were each defined twice; the kit's drafter is now ``ToyDrafter``, and its
+    checks report the kit's one ``Verdict`` (no ``CheckStatus`` of its own)."""
+    for name in ("Status", "Drafter", "ToyDrafter"):
         assert len(_top_level_definitions(name)) <= 1, f"{name} is defined in {_top_level_definitions(name)}"
-    assert _top_level_definitions("CheckStatus") == ["testing/rejection/report.py"]
-    assert _top_level_definitions("ToyDrafter") == ["testing/rejection/toy_generation.py"]
+    assert _top_level_definitions("CheckStatus") == []
+    assert _top_level_definitions("ToyDrafter") == ["testing/sampler/toy_generation.py"]
 
 
 def test_every_mutant_is_the_loop_with_one_stage_swapped() -> None:
@@ -104,27 +118,27 @@ def _failed(report: ConformanceReport) -> set[str]:
     return set(report.failed())
 
 
-def _status(report: ConformanceReport, check_id: str) -> CheckStatus:
-    return next(c.status for c in report.checks if c.id == check_id)
+def _status(report: ConformanceReport, check_id: str) -> Outcome:
+    return report[check_id].outcome
 
 
 def test_spec_length_check_accepts_the_users_own_value_error() -> None:
     """Before: E15 failed with "max_spec_len 33 raised ValueError, not SpecLengthError"."""
     report = check_rejection_sampler(_own_spec_length_error, level="quick", statistics=False)
     assert report.ok, report.to_markdown()
-    assert _status(report, "E15-SPEC-LEN") is CheckStatus.PASS
+    assert _status(report, "E15-SPEC-LEN") is Outcome.PASS
 
 
 def test_spec_length_check_accepts_vllms_assertion_under_the_vllm_profile() -> None:
-    for profile, status in ((VLLM_0_9_2, CheckStatus.PASS), (INTENDED, CheckStatus.FAIL)):
+    for profile, status in ((VLLM_0_9_2, Outcome.PASS), (INTENDED, Outcome.FAIL)):
         candidate = Candidate(
             fn=_asserts_spec_length, takes="logits", profile=profile, injector=None, greedy_temperature=-1.0
         )
-        tally = _Tally()
-        _e15_errors(candidate, tally, random.Random(0), 0)
-        result = next(r for r in tally.results(["E15-SPEC-LEN"]))
-        assert result.status is status, (profile.name, result)
-    assert "AssertionError" in result.counterexample and "never a truncation" in result.counterexample
+        tally = Tally()
+        e15_errors(candidate, tally, random.Random(0), 0)
+        result = tally.verdict("E15-SPEC-LEN")
+        assert result.outcome is status, (profile.name, result)
+    assert "AssertionError" in result.detail and "never a truncation" in result.detail
 
 
 def test_e15_is_split_by_contract_and_the_strict_one_can_be_left_out() -> None:
@@ -133,18 +147,73 @@ def test_e15_is_split_by_contract_and_the_strict_one_can_be_left_out() -> None:
     and leaving out the strict category passes it."""
     report = check_rejection_sampler(_nan_rows_accepted, level="quick", statistics=False)
     assert _failed(report) == {"E15-NAN"}, report.to_markdown()
-    nan = next(c for c in report.checks if c.id == "E15-NAN")
-    assert "NaN" in nan.counterexample and "strict contract" in nan.counterexample and "F-4" in nan.counterexample
+    nan = report["E15-NAN"]
+    assert "NaN" in nan.detail and "strict contract" in nan.detail and "F-4" in nan.detail
     lenient = check_rejection_sampler(_nan_rows_accepted, level="quick", statistics=False, categories=("semantics",))
     assert lenient.ok, lenient.to_markdown()
-    assert {c.id for c in lenient.checks if c.status is CheckStatus.SKIP} >= {"E15-SHAPES", "E15-FLAGS", "E15-NAN"}
+    assert {i for i, v in lenient.items() if v.outcome is Outcome.SKIP} >= {"E15-SHAPES", "E15-FLAGS", "E15-NAN"}
 
 
 def test_every_sampler_check_has_a_category() -> None:
-    assert set(CATEGORIES) == set(MEANINGS)
     assert {i for i, c in CATEGORIES.items() if c == "strict"} == {"E15-SHAPES", "E15-FLAGS", "E15-NAN"}
     assert "E15" not in MEANINGS
-    assert all(MEANINGS[i].startswith("strict:") for i, c in CATEGORIES.items() if c == "strict")
+    assert list(MEANINGS) == list(check_ids.declared_ids())
+
+
+def _scratch_row(check_id: str) -> SamplerCheck:
+    return SamplerCheck(id=check_id, meaning="a scratch check", exact=corpus_cases)
+
+
+def test_the_table_refuses_a_row_without_a_check_and_a_check_without_a_row() -> None:
+    """The table module runs ``require_consistent`` at import; here on scratch tables: a row whose id
+    no code records, an id the code records without a row, a repeated row, a route restriction
+    without its reason, a strict check whose meaning does not say so."""
+    ids = check_ids.declared_ids()
+    require_consistent(SAMPLER_CHECKS, ids)
+    broken = {
+        "is no check": ([*SAMPLER_CHECKS, _scratch_row("E99")], ids),
+        "has no row": (SAMPLER_CHECKS, (*ids, "E99")),
+        "is repeated": ([*SAMPLER_CHECKS, SAMPLER_CHECKS[0]], ids),
+        "off_route": ([replace(row, off_route="") if row.id == "E6" else row for row in SAMPLER_CHECKS], ids),
+        "disagree": (
+            [replace(row, category="semantics") if row.id == "E15-NAN" else row for row in SAMPLER_CHECKS],
+            ids,
+        ),
+        "exactly one of": ([replace(row, statistical=None) if row.id == "S1" else row for row in SAMPLER_CHECKS], ids),
+    }
+    for problem, (rows, declared) in broken.items():
+        with pytest.raises(TableError, match=problem):
+            require_consistent(rows, declared)
+
+
+def test_no_sampler_module_spells_a_check_id() -> None:
+    """Every id is spelled once, in check_ids.py: code that records a verdict uses its constant, so a
+    new check cannot run without an id the table must have a row for."""
+    declared = set(check_ids.declared_ids())
+    for path in sorted((PACKAGE / "testing" / "sampler").glob("*.py")):
+        if path.name == "check_ids.py":
+            continue
+        spelled = [
+            node.value
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and node.value in declared
+        ]
+        assert not spelled, f"{path.name} spells {spelled}"
+
+
+def test_the_derived_tables_are_todays() -> None:
+    """``KNOWN_DIFFERENCE_OF_CHECK`` and ``VLLM_0_32_DIFFERENCES``, derived from the rows."""
+    assert KNOWN_DIFFERENCE_OF_CHECK == {
+        "E6": "X1",
+        "E11": "X4",
+        "E14": "X6",
+        "E15-SPEC-LEN": "X5",
+        "E15-SHAPES": "X5",
+        "E15-FLAGS": "X4",
+        "E15-NAN": "X3",
+        "E16": "X4",
+    }
+    assert VLLM_0_32_DIFFERENCES == ("X3", "X4", "X5")
 
 
 def _top_k_then_resort(logits: torch.Tensor, cu: torch.Tensor, meta: SamplingMetadata, profile: Any) -> torch.Tensor:
@@ -229,11 +298,11 @@ def test_e4_catches_a_bonus_after_a_rejected_last_draft_and_e3_says_so() -> None
     """Before: E4 passed such a row, E3 said "prefix [21] is not the drafts [26]" and E8 printed
     whole matrices."""
     report = check_rejection_sampler(_bonus_after_rejected_last_draft, level="quick", statistics=False)
-    failed = {c.id: c for c in report.checks if c.status is CheckStatus.FAIL}
+    failed = {i: report[i] for i in report.failed()}
     assert {"E3", "E4", "E8"} <= set(failed), report.to_markdown()
-    assert "bonus after a rejected draft" in failed["E3"].counterexample
-    assert "bonus after a rejected draft" in failed["E4"].counterexample
-    assert failed["E8"].counterexample.startswith("row ") and "differs" in failed["E8"].counterexample
+    assert "bonus after a rejected draft" in failed["E3"].detail
+    assert "bonus after a rejected draft" in failed["E4"].detail
+    assert "first case: row " in failed["E8"].detail and "differs" in failed["E8"].detail
 
 
 def _top_p_before_temperature(
@@ -267,10 +336,10 @@ def _top_k_drops_the_first_tie(
     return x.softmax(dim=-1, dtype=torch.float32)
 
 
-def _e17(candidate: Candidate) -> CheckResult:
-    tally = _Tally()
-    _e17_masks(candidate, tally, random.Random(0), 0)
-    return tally.results(["E17"])[0]
+def _e17(candidate: Candidate) -> Verdict:
+    tally = Tally()
+    e17_masks(candidate, tally, random.Random(0), 0)
+    return tally.verdict("E17")
 
 
 def _loop_candidates(rules: LoopRules) -> list[Candidate]:
@@ -302,8 +371,8 @@ def test_e17_probes_the_candidates_own_masks() -> None:
         for candidate in _loop_candidates(rules):
             result = _e17(candidate)
             route = "A" if candidate.injector else "B"
-            assert result.status is CheckStatus.FAIL, (name, route, result)
-            assert "draft" in result.counterexample, result.counterexample
+            assert result.outcome is Outcome.FAIL, (name, route, result)
+            assert "draft" in result.detail, result.detail
     ours = [
         *_loop_candidates(INTENDED_LOOP),
         Candidate(fn=rejection_sample, takes="logits", profile=INTENDED, injector=None, greedy_temperature=0.0),
@@ -317,7 +386,7 @@ def test_e17_probes_the_candidates_own_masks() -> None:
     ]
     for candidate in ours:
         result = _e17(candidate)
-        assert result.status is CheckStatus.PASS, result
+        assert result.outcome is Outcome.PASS, result
 
 
 def _draw_noise_exponentials_first(args: tuple[Any, ...], profile: SamplerProfile) -> RejectionNoise | None:
@@ -349,10 +418,10 @@ def test_rng_order_and_e12_catch_exponentials_drawn_before_uniforms() -> None:
     unchanged, so they passed; only E8 caught it. Now both also check the seeded rows' output against
     the draws predicted on clones in vLLM's order (docs/verification.md §2.3)."""
     report = check_rejection_sampler(_exponentials_first, level="quick", statistics=False)
-    failed = {c.id: c for c in report.checks if c.status is CheckStatus.FAIL}
+    failed = {i: report[i] for i in report.failed()}
     assert {"RNG-ORDER", "E12", "E8"} <= set(failed), report.to_markdown()
     for check_id in ("RNG-ORDER", "E12"):
-        assert "exponentials before" in failed[check_id].counterexample, failed[check_id].counterexample
+        assert "exponentials before" in failed[check_id].detail, failed[check_id].detail
 
 
 def test_the_draw_order_checks_are_not_vacuous() -> None:

@@ -24,8 +24,8 @@ from arctic_ref.spec import (
     validate_inputs,
 )
 from arctic_ref.spec.sampling import apply_top_k
-from arctic_ref.testing.rejection.corpus import random_case, random_noise
-from arctic_ref.testing.rejection.exact import layout_problem
+from arctic_ref.testing.sampler.corpus import random_case, random_noise
+from arctic_ref.testing.sampler.exact import layout_problem
 
 
 @given(st.integers(0, 2**31 - 1), st.sampled_from([INTENDED, VLLM_0_9_2, VLLM_0_32]))

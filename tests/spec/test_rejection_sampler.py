@@ -10,7 +10,7 @@ from arctic_ref.runner.persistent_inputs import PersistentInputs
 from arctic_ref.spec import INTENDED, VLLM_0_9_2, RejectionSampler, rejection_sample
 from arctic_ref.spec.rejection_graph import DRAWN_MAX_VALUES
 from arctic_ref.spec.rejection_triton import drawn_race_block, race_chunks, stats_config
-from arctic_ref.testing.rejection.corpus import random_case
+from arctic_ref.testing.sampler.corpus import random_case
 
 
 @pytest.mark.parametrize("seed", range(40))

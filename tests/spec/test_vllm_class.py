@@ -1,5 +1,5 @@
 """The sampler kit's adapter for a class with vLLM 0.32's ``RejectionSampler`` interface
-(``arctic_ref/testing/rejection/vllm_class.py``), in any environment: a class without that
+(``arctic_ref/testing/sampler/vllm_class.py``), in any environment: a class without that
 interface, or one that needs vLLM where vLLM does not import, is a one-line usage error; the
 ``BonusSampler`` keeps the bonus draws off the caller's generators; E15-SPEC-LEN takes vLLM 0.32's
 ``AssertionError`` at 129; the inputs vLLM's kernels would write out of bounds with are never fed;
@@ -18,14 +18,14 @@ from torch import Tensor
 
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.spec import INTENDED, VLLM_0_32, rejection_sample
-from arctic_ref.testing.check import SharedRun
-from arctic_ref.testing.components.sampler import _verdict_of
+from arctic_ref.testing.check import Outcome, SharedRun, Verdict
 from arctic_ref.testing.front_door import component_checks
 from arctic_ref.testing.loading import TargetError
-from arctic_ref.testing.rejection.exact import Candidate, _e15_errors, _Tally
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, ConformanceReport
-from arctic_ref.testing.rejection.stats import STATISTICS_STOPPED
-from arctic_ref.testing.rejection.vllm_class import VLLM_UNSAFE_INPUTS, BonusSampler, interface_problem
+from arctic_ref.testing.sampler.checks import _verdict_of
+from arctic_ref.testing.sampler.exact import Candidate, Tally, e15_errors
+from arctic_ref.testing.sampler.report import ConformanceReport
+from arctic_ref.testing.sampler.stats import STATISTICS_STOPPED
+from arctic_ref.testing.sampler.vllm_class import VLLM_UNSAFE_INPUTS, BonusSampler, interface_problem
 
 VLLM_IMPORTS = importlib.util.find_spec("vllm") is not None and importlib.util.find_spec("vllm.config") is not None
 
@@ -174,15 +174,15 @@ def _asserts_at_128(*args: Any) -> Tensor:
 
 
 def test_spec_length_check_takes_vllm_0_32s_assertion_at_129_under_its_profile() -> None:
-    for profile, status in ((VLLM_0_32, CheckStatus.PASS), (INTENDED, CheckStatus.FAIL)):
+    for profile, status in ((VLLM_0_32, Outcome.PASS), (INTENDED, Outcome.FAIL)):
         candidate = Candidate(
             fn=_asserts_at_128, takes="logits", profile=profile, injector=None, greedy_temperature=0.0
         )
-        tally = _Tally()
-        _e15_errors(candidate, tally, random.Random(0), 0)
-        result = next(r for r in tally.results(["E15-SPEC-LEN"]))
-        assert result.status is status, (profile.name, result)
-    assert "max_spec_len 33 (over the limit 32): accepted" in result.counterexample, result
+        tally = Tally()
+        e15_errors(candidate, tally, random.Random(0), 0)
+        result = tally.verdict("E15-SPEC-LEN")
+        assert result.outcome is status, (profile.name, result)
+    assert "max_spec_len 33 (over the limit 32): accepted" in result.detail, result
 
 
 @dataclass
@@ -212,24 +212,25 @@ def test_unsafe_strict_inputs_are_skipped_with_the_reason_and_never_fed() -> Non
         greedy_temperature=0.0,
         unsafe_inputs=dict(VLLM_UNSAFE_INPUTS),
     )
-    tally = _Tally()
-    _e15_errors(candidate, tally, random.Random(0), 0)
-    results = {r.id: r for r in tally.results(["E15-SPEC-LEN", "E15-SHAPES", "E15-FLAGS", "E15-NAN"])}
-    assert results["E15-SHAPES"].status is CheckStatus.SKIP
-    assert results["E15-SHAPES"].detail == VLLM_UNSAFE_INPUTS["E15-SHAPES"]
-    assert all(results[c].status is CheckStatus.PASS for c in ("E15-SPEC-LEN", "E15-FLAGS", "E15-NAN")), results
+    tally = Tally()
+    e15_errors(candidate, tally, random.Random(0), 0)
+    results = tally.verdicts(["E15-SPEC-LEN", "E15-SHAPES", "E15-FLAGS", "E15-NAN"])
+    assert results["E15-SHAPES"].outcome is Outcome.SKIP
+    assert results["E15-SHAPES"].skipped == VLLM_UNSAFE_INPUTS["E15-SHAPES"]
+    assert all(results[c].outcome is Outcome.PASS for c in ("E15-SPEC-LEN", "E15-FLAGS", "E15-NAN")), results
     assert recorder.unsafe == [] and recorder.fed == 3  # max_spec_len 33, the flags, the NaN row
 
 
-def _report(*checks: CheckResult) -> SharedRun[None, ConformanceReport]:
-    report = ConformanceReport(candidate="yours", torch_version="", device="cpu", profile="vllm-0.32", level="quick")
-    report.checks.extend(checks)
+def _report(**verdicts: Verdict) -> SharedRun[None, ConformanceReport]:
+    report = ConformanceReport(
+        candidate="yours", torch_version="", device="cpu", profile="vllm-0.32", level="quick", verdicts=verdicts
+    )
     return SharedRun(lambda _: report)
 
 
 def test_a_known_difference_passes_and_says_so_unless_strict() -> None:
-    known = CheckResult(id="E11", kind="exact", status=CheckStatus.KNOWN, detail="X4 (docs/verification.md §2.4): …")
-    shared = _report(known)
+    known = Verdict(passed=False, known_difference="X4", detail="X4 (docs/verification.md §2.4): …")
+    shared = _report(E11=known)
     lenient = _verdict_of(shared, "E11", CheckOptions())
     assert lenient.passed and lenient.known_difference == "X4" and "X4" in lenient.detail
     strict = _verdict_of(shared, "E11", CheckOptions(strict=True))
@@ -239,7 +240,7 @@ def test_a_known_difference_passes_and_says_so_unless_strict() -> None:
 def test_when_the_statistical_checks_stop_the_two_they_did_not_report_are_not_run() -> None:
     """Before: S-DESIGN passed ("enough samples everywhere") and S5-SPEED said "statistics off"."""
     stopped = f"{STATISTICS_STOPPED}: RuntimeError: selected index k out of range"
-    shared = _report(CheckResult(id="S1", kind="statistical", status=CheckStatus.FAIL, detail=stopped))
+    shared = _report(S1=Verdict(passed=False, count=1, detail=stopped))
     for check_id in ("S-DESIGN", "S5-SPEED"):
         verdict = _verdict_of(shared, check_id, CheckOptions())
         assert verdict.skipped == f"not run: {stopped}", verdict
@@ -249,6 +250,6 @@ def test_when_the_statistical_checks_stop_the_two_they_did_not_report_are_not_ru
 
 
 def test_the_unsafe_inputs_are_only_strict_ones() -> None:
-    from arctic_ref.testing.rejection.check_ids import CATEGORIES
+    from arctic_ref.testing.sampler.table import CATEGORIES
 
     assert all(CATEGORIES[check] == "strict" for check in VLLM_UNSAFE_INPUTS)

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from arctic_ref.spec import VLLM_0_9_2, draw_noise, rejection_sample_with_noise
-from arctic_ref.testing.rejection.corpus import clone_generators, random_case
-from arctic_ref.testing.rejection.vllm_oracle import VLLM_AVAILABLE, vllm_rejection_sampler
+from arctic_ref.testing.sampler.corpus import clone_generators, random_case
+from arctic_ref.testing.sampler.vllm_oracle import VLLM_AVAILABLE, vllm_rejection_sampler
 
 pytestmark = [
     pytest.mark.vllm,

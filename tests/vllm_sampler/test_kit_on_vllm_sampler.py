@@ -1,6 +1,6 @@
 """The sampler kit on vLLM 0.32's own ``RejectionSampler`` class, run as a user runs it: ``python -m
 pytest --arctic-ref-sampler=vllm.v1.sample.rejection_sampler:RejectionSampler`` from an empty
-directory (the adapter of ``arctic_ref/testing/rejection/vllm_class.py`` builds and calls the
+directory (the adapter of ``arctic_ref/testing/sampler/vllm_class.py`` builds and calls the
 class as vLLM's V1 runner does). In the vLLM environment only (scripts/test-vllm.sh).
 
 - (a) vLLM as installed, profile ``vllm-0.32``: fails, on the random-row checks that V-20 (the CPU
@@ -37,9 +37,9 @@ import torch
 from arctic_ref.check_options import CheckOptions
 from arctic_ref.testing.check import run_check
 from arctic_ref.testing.front_door import component_checks
-from arctic_ref.testing.rejection.corpus import make_metadata
-from arctic_ref.testing.rejection.report import KNOWN_DIFFERENCE_OF_CHECK, VLLM_0_32_DIFFERENCES
-from arctic_ref.testing.rejection.vllm_class import VllmClassSampler
+from arctic_ref.testing.sampler.corpus import make_metadata
+from arctic_ref.testing.sampler.table import KNOWN_DIFFERENCE_OF_CHECK, VLLM_0_32_DIFFERENCES
+from arctic_ref.testing.sampler.vllm_class import VllmClassSampler
 
 HERE: Final = Path(__file__).resolve().parent
 VLLM_CLASS: Final = "vllm.v1.sample.rejection_sampler:RejectionSampler"

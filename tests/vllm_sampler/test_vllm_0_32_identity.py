@@ -35,9 +35,9 @@ from torch import Tensor
 
 from arctic_ref.spec import VLLM_0_32, draw_noise, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.rejection.corpus import RejectionCase, random_case
-from arctic_ref.testing.rejection.exact import tied_maxima_case
-from arctic_ref.testing.rejection.vllm_class import VllmClassSampler
+from arctic_ref.testing.sampler.corpus import RejectionCase, random_case
+from arctic_ref.testing.sampler.exact import tied_maxima_case
+from arctic_ref.testing.sampler.vllm_class import VllmClassSampler
 
 BROKEN_ENGINES: Final = Path(__file__).resolve().parents[2] / "examples" / "broken-engines"
 CASES: Final = int(os.environ.get("ARCTIC_REF_VLLM_CASES", "600"))

@@ -22,7 +22,7 @@ from arctic_ref.spec import SamplingMetadata, draw_noise
 from arctic_ref.spec.drafts import DraftRow
 from arctic_ref.suffix import SuffixDecodingCache, SuffixTree
 from arctic_ref.suffix.node import Node
-from arctic_ref.testing.rejection.mutants import MutantLoop
+from arctic_ref.testing.sampler.mutants import MutantLoop
 from byo.drafter import LookupDrafter
 from byo.exchange import MyExchange
 from byo.tree import OpaqueTree

@@ -1,7 +1,7 @@
 """The sampler component: the rejection-sampler conformance kit (docs/verification.md §5, §6) as one
 named check per kit check, from one run of the kit, on any function with vLLM's ``rejection_sample``
 argument list, or on a class with vLLM 0.32's ``RejectionSampler`` interface, built and called as
-vLLM's V1 runner does (``rejection/vllm_class.py``); on ours (``arctic_ref.spec.rejection_sample``)
+vLLM's V1 runner does (``vllm_class.py``); on ours (``arctic_ref.spec.rejection_sample``)
 also the kit's summary row ``rejection-kit``.
 
 On vLLM 0.32's own class the kit's checks that vLLM's documented differences explain
@@ -15,18 +15,15 @@ from typing import Final
 from arctic_ref.check_options import SAMPLER_CATEGORIES, CheckOptions, SamplerProfileName
 from arctic_ref.spec.profile import INTENDED, VLLM_0_9_2, VLLM_0_32, SamplerProfile
 from arctic_ref.spec.rejection import rejection_sample
-from arctic_ref.testing.check import Check, RunFailed, SharedRun, Verdict
+from arctic_ref.testing.check import Check, Outcome, RunFailed, SharedRun, Verdict, settle
 from arctic_ref.testing.loading import load_target, require_callable
-from arctic_ref.testing.rejection.check_ids import MEANINGS
-from arctic_ref.testing.rejection.kit import check_rejection_sampler
-from arctic_ref.testing.rejection.report import (
-    KNOWN_DIFFERENCE_OF_CHECK,
-    CheckStatus,
-    ConformanceReport,
-    RejectionSampleFn,
-)
-from arctic_ref.testing.rejection.stats import STATISTICS_STOPPED
-from arctic_ref.testing.rejection.vllm_class import VllmClassSampler, is_sampler_class
+from arctic_ref.testing.sampler.check_ids import S_DESIGN
+from arctic_ref.testing.sampler.kit import check_rejection_sampler
+from arctic_ref.testing.sampler.report import ConformanceReport
+from arctic_ref.testing.sampler.sampler_fn import RejectionSampleFn
+from arctic_ref.testing.sampler.stats import STATISTICS_STOPPED
+from arctic_ref.testing.sampler.table import MEANINGS
+from arctic_ref.testing.sampler.vllm_class import VllmClassSampler, is_sampler_class
 
 SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {
     "intended": INTENDED,
@@ -35,7 +32,7 @@ SAMPLER_PROFILES: Final[dict[SamplerProfileName, SamplerProfile]] = {
 }
 
 
-def load_sampler(value: str, options: CheckOptions, base_dir: Path | None) -> RejectionSampleFn:
+def load(value: str, options: CheckOptions, base_dir: Path | None) -> RejectionSampleFn:
     """The sampler ``value`` names: a function as it is, a class built by ``VllmClassSampler``; a
     one-line ``TargetError`` when it is neither a callable nor a class with vLLM 0.32's interface,
     or when the class needs vLLM and vLLM does not import."""
@@ -46,7 +43,7 @@ def load_sampler(value: str, options: CheckOptions, base_dir: Path | None) -> Re
     return require_callable(option, value, target)
 
 
-def sampler_checks(sampler: RejectionSampleFn | None, options: CheckOptions) -> list[Check]:
+def checks(sampler: RejectionSampleFn | None, options: CheckOptions) -> list[Check]:
     """One check per kit check (``MEANINGS``); the kit runs once, on the first check that is run.
     ``None`` checks ours, and adds the summary row ``rejection-kit`` in front."""
     ours = sampler is None
@@ -101,14 +98,14 @@ def _summary(shared: SharedRun[None, ConformanceReport]) -> Verdict:
     if isinstance(report, RunFailed):
         return Verdict(passed=False, detail=report.message)
     failed = report.failed()
-    passed = sum(1 for c in report.checks if c.status is CheckStatus.PASS)
-    worst = min((c.p_value for c in report.checks if c.p_value is not None), default=None)
+    passed = sum(1 for v in report.values() if v.outcome is Outcome.PASS)
+    worst = min(report.p_values.values(), default=None)
     return Verdict(
         passed=not failed,
         compared="the kit's checks on arctic_ref's rejection_sample",
         count=passed,
         figures={
-            "checks passed": f"{passed}/{len(report.checks)}",
+            "checks passed": f"{passed}/{len(report)}",
             "smallest p-value": f"{worst:.3g}" if worst else "-",
         },
         detail=", ".join(failed),
@@ -116,29 +113,18 @@ def _summary(shared: SharedRun[None, ConformanceReport]) -> Verdict:
 
 
 def _verdict_of(shared: SharedRun[None, ConformanceReport], check_id: str, options: CheckOptions) -> Verdict:
+    """The kit's verdict on ``check_id``, settled (a known difference fails only when strict); for
+    a check the kit did not run, why."""
     report = shared.get(None)
     meaning = MEANINGS[check_id]
     if isinstance(report, RunFailed):
         return Verdict(passed=False, compared=meaning, detail=f"the kit could not run the sampler: {report.message}")
-    found = next((c for c in report.checks if c.id == check_id), None)
-    stopped = next((c.detail for c in report.checks if c.detail.startswith(STATISTICS_STOPPED)), "")
-    if found is None and stopped:  # S-DESIGN and S5-SPEED are not reported when the sampler stopped S1–S5
+    found = report.get(check_id)
+    if found is not None:
+        return settle(found, options.strict)
+    stopped = next((v.detail for v in report.values() if v.detail.startswith(STATISTICS_STOPPED)), "")
+    if stopped:  # S-DESIGN and S5-SPEED are not reported when the sampler stopped S1–S5
         return Verdict(passed=True, compared=meaning, skipped=f"not run: {stopped}")
-    if found is None and check_id == "S-DESIGN" and options.statistics:  # the kit adds it only when it fails
+    if check_id == S_DESIGN and options.statistics:  # the kit reports it only when it fails
         return Verdict(passed=True, compared=meaning, count=1, detail="enough samples everywhere")
-    if found is None or found.status is CheckStatus.SKIP:
-        reason = "statistics off (--arctic-ref-no-statistics)" if found is None else found.detail
-        return Verdict(passed=True, compared=meaning, skipped=reason)
-    detail = found.detail + (f"; first case: {found.counterexample}" if found.counterexample else "")
-    if found.p_value is not None:
-        detail = f"p = {found.p_value:.3g} (threshold {found.threshold:.3g}); {detail}"
-    known = found.status is CheckStatus.KNOWN
-    return Verdict(
-        passed=found.status is CheckStatus.PASS or (known and not options.strict),
-        known_difference=KNOWN_DIFFERENCE_OF_CHECK[check_id] if known else "",
-        compared=f"{meaning} [{options.level} level, profile {options.profile}, device {options.device}]",
-        count=1,
-        detail=detail,
-        replay=f"check_rejection_sampler(yours, level={options.level!r}, seed=0) from arctic_ref.testing, "
-        f"check {check_id}",
-    )
+    return Verdict(passed=True, compared=meaning, skipped="statistics off (--arctic-ref-no-statistics)")

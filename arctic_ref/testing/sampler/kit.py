@@ -19,16 +19,12 @@ from arctic_ref.check_options import SAMPLER_CATEGORIES, SamplerCategory
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import INTENDED, SamplerProfile
-from arctic_ref.testing.rejection.check_ids import CATEGORIES
-from arctic_ref.testing.rejection.exact import Candidate, exact_checks
-from arctic_ref.testing.rejection.report import (
-    KNOWN_DIFFERENCE_OF_CHECK,
-    CheckStatus,
-    ConformanceReport,
-    NoiseInjector,
-    RejectionSampleFn,
-)
-from arctic_ref.testing.rejection.stats import statistical_checks
+from arctic_ref.testing.check import Verdict
+from arctic_ref.testing.sampler.exact import Candidate, exact_checks
+from arctic_ref.testing.sampler.report import ConformanceReport
+from arctic_ref.testing.sampler.sampler_fn import NoiseInjector, RejectionSampleFn
+from arctic_ref.testing.sampler.stats import statistical_checks
+from arctic_ref.testing.sampler.table import EXACT_SCENARIOS, SAMPLER_CHECKS, Route
 
 
 @contextmanager
@@ -56,9 +52,12 @@ def check_rejection_sampler(
     categories: Collection[SamplerCategory] = SAMPLER_CATEGORIES,
     unsafe_inputs: Mapping[str, str] | None = None,
 ) -> ConformanceReport:
-    """Every exact check (E1–E18, E20, RNG-ORDER) and, unless ``statistics=False``, S1–S5. Checks
-    of a category not in ``categories`` (check_ids.py: ``"semantics"``, ``"strict"``) are reported
-    as skipped, e.g. ``categories=("semantics",)`` leaves out arctic_ref's strict input contract.
+    """Every exact check (E1–E18, E20, RNG-ORDER) and, unless ``statistics=False``, S1–S5, as one
+    ``Verdict`` per check in the table's order (``table.py``). Checks of a category not in
+    ``categories`` (``"semantics"``, ``"strict"``) are reported as skipped, e.g.
+    ``categories=("semantics",)`` leaves out arctic_ref's strict input contract. A failure that the
+    row's upstream difference explains, when ``known_differences`` names it, is reported with
+    ``Verdict.known_difference`` set and does not fail ``report.ok``.
     ``unsafe_inputs`` (strict check id → why) names strict checks whose invalid inputs must never
     reach the sampler (its native kernels would write out of bounds): they are skipped with that reason."""
     candidate = Candidate(
@@ -69,28 +68,48 @@ def check_rejection_sampler(
         greedy_temperature=greedy_temperature,
         unsafe_inputs=dict(unsafe_inputs or {}),
     )
-    report = ConformanceReport(
+    route: Route = "A" if with_noise is not None else "B"
+    off_route = {row.id: row.off_route for row in SAMPLER_CHECKS if route not in row.routes}
+    p_values: dict[str, float] = {}
+    with _global_rng_guard():
+        found = exact_checks(candidate, EXACT_SCENARIOS, skipped=off_route, level=level, seed=seed)
+        if statistics:
+            statistical, p_values = statistical_checks(
+                sampler, level=level, seed=seed, greedy_temperature=greedy_temperature
+            )
+            found |= statistical
+    described = f"[{level} level, profile {profile.name}, device {device}]"
+    verdicts: dict[str, Verdict] = {}
+    for row in SAMPLER_CHECKS:
+        if row.id not in found:
+            continue
+        verdict = found[row.id]
+        if row.category not in categories:
+            verdict = Verdict(passed=True, skipped=f"category {row.category!r} left out")
+        if verdict.skipped:
+            verdicts[row.id] = replace(verdict, compared=row.meaning)
+            continue
+        if not verdict.passed and row.difference and row.difference in known_differences:
+            verdict = replace(
+                verdict,
+                known_difference=row.difference,
+                detail=f"{row.difference} (docs/verification.md §2.4): {verdict.detail}",
+            )
+        verdicts[row.id] = replace(
+            verdict,
+            compared=f"{row.meaning} {described}",
+            replay=f"check_rejection_sampler(yours, level={level!r}, seed={seed}) from arctic_ref.testing, "
+            f"check {row.id}",
+        )
+    return ConformanceReport(
         candidate=name or str(getattr(sampler, "__qualname__", repr(sampler))),
         torch_version=torch.__version__,
         device=device,
         profile=profile.name,
         level=level,
+        verdicts=verdicts,
+        p_values=p_values,
     )
-    with _global_rng_guard():
-        results = exact_checks(candidate, level=level, seed=seed)
-        if statistics:
-            results += statistical_checks(sampler, level=level, seed=seed, greedy_temperature=greedy_temperature)
-    for result in results:
-        category = CATEGORIES.get(result.id, "semantics")
-        if category not in categories:
-            result = replace(result, status=CheckStatus.SKIP, detail=f"category {category!r} left out")
-        explained = KNOWN_DIFFERENCE_OF_CHECK.get(result.id)
-        if result.status is CheckStatus.FAIL and explained in known_differences:
-            result = replace(
-                result, status=CheckStatus.KNOWN, detail=f"{explained} (docs/verification.md §2.4): {result.detail}"
-            )
-        report.checks.append(result)
-    return report
 
 
 class SampleWithNoiseFn(Protocol):

@@ -17,8 +17,8 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import MAX_SPEC_LEN
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.rejection.malformed import require_well_formed
-from arctic_ref.testing.rejection.report import RejectionSampleFn
+from arctic_ref.testing.sampler.malformed import require_well_formed
+from arctic_ref.testing.sampler.sampler_fn import RejectionSampleFn
 
 #: A drafter: (contexts [B, L], model table, k, generator) → (drafts [B, k], draft probs [B, k, V] or None).
 ToyDrafter = Callable[[Tensor, Tensor, int, torch.Generator], tuple[Tensor, Tensor | None]]

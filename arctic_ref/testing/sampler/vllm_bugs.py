@@ -17,6 +17,7 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.profile import GREEDY_EPS, PLACEHOLDER_TOKEN_ID
 from arctic_ref.spec.rejection import rejection_sample, residual_of
 from arctic_ref.spec.sampling import compute_target_probs, request_of_rows
+from arctic_ref.testing.sampler.check_ids import E1, E5, E7, E8, E15_NAN, E15_SHAPES
 
 SamplerFn = Callable[..., Tensor]
 
@@ -228,10 +229,10 @@ class SamplerBugReplay:
 
 
 VLLM_BUG_SAMPLERS: Final = (
-    SamplerBugReplay(id="V-4", sampler=greedy_rows_divided_by_minus_one, caught_by=frozenset({"E5", "E8"})),
-    SamplerBugReplay(id="V-5", sampler=nan_rows_emit_out_of_vocab, caught_by=frozenset({"E15-NAN"})),
-    SamplerBugReplay(id="V-6", sampler=tail_tile_out_of_vocab, caught_by=frozenset({"E7"})),
-    SamplerBugReplay(id="V-7", sampler=placeholder_drafts_clamped, caught_by=frozenset({"E15-SHAPES"})),
-    SamplerBugReplay(id="V-8", sampler=draft_probs_dropped, caught_by=frozenset({"E8"})),
-    SamplerBugReplay(id="V-10", sampler=top_k_max_of_nothing, caught_by=frozenset({"E1"})),
+    SamplerBugReplay(id="V-4", sampler=greedy_rows_divided_by_minus_one, caught_by=frozenset({E5, E8})),
+    SamplerBugReplay(id="V-5", sampler=nan_rows_emit_out_of_vocab, caught_by=frozenset({E15_NAN})),
+    SamplerBugReplay(id="V-6", sampler=tail_tile_out_of_vocab, caught_by=frozenset({E7})),
+    SamplerBugReplay(id="V-7", sampler=placeholder_drafts_clamped, caught_by=frozenset({E15_SHAPES})),
+    SamplerBugReplay(id="V-8", sampler=draft_probs_dropped, caught_by=frozenset({E8})),
+    SamplerBugReplay(id="V-10", sampler=top_k_max_of_nothing, caught_by=frozenset({E1})),
 )

@@ -5,7 +5,7 @@ an injector, otherwise per-request seeded generators whose draws are predicted o
 """
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Final, Literal
@@ -18,16 +18,42 @@ from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import PLACEHOLDER_TOKEN_ID, VLLM_0_9_2, VLLM_0_32, SamplerProfile
 from arctic_ref.spec.rejection import parse_output, rejection_sample_with_noise
 from arctic_ref.spec.sampling import compute_target_probs
-from arctic_ref.testing.rejection.corpus import (
+from arctic_ref.testing.check import Verdict
+from arctic_ref.testing.sampler.check_ids import (
+    E1,
+    E2,
+    E3,
+    E4,
+    E5,
+    E6,
+    E7,
+    E8,
+    E9,
+    E10,
+    E11,
+    E12,
+    E13,
+    E14,
+    E15_FLAGS,
+    E15_NAN,
+    E15_SHAPES,
+    E15_SPEC_LEN,
+    E16,
+    E17,
+    E18,
+    E20,
+    RNG_ORDER,
+)
+from arctic_ref.testing.sampler.corpus import (
     RejectionCase,
     clone_generators,
     make_metadata,
     random_case,
     random_noise,
 )
-from arctic_ref.testing.rejection.malformed import malformed_output
-from arctic_ref.testing.rejection.report import CheckResult, CheckStatus, NoiseInjector, RejectionSampleFn
-from arctic_ref.testing.rejection.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
+from arctic_ref.testing.sampler.malformed import malformed_output
+from arctic_ref.testing.sampler.sampler_fn import NoiseInjector, RejectionSampleFn
+from arctic_ref.testing.sampler.toy_generation import GREEDY_DRAFTERS, greedy_generation_matches
 
 
 @dataclass(slots=True, kw_only=True)
@@ -150,7 +176,7 @@ def layout_problem(case: RejectionCase, out: Tensor) -> tuple[str, str]:
     """(check id, problem) for E1, E2, E3, E4, E7 on one output; ("", "") when fine."""
     num_reqs = len(case.num_draft_tokens)
     if tuple(out.shape) != (num_reqs, case.max_spec_len + 1) or out.dtype != torch.int32:
-        return "E1", f"output {out.dtype} {tuple(out.shape)}, expected int32 {(num_reqs, case.max_spec_len + 1)}"
+        return E1, f"output {out.dtype} {tuple(out.shape)}, expected int32 {(num_reqs, case.max_spec_len + 1)}"
     drafts = case.draft_token_ids.tolist()
     greedy = case.greedy
     probs = None
@@ -160,31 +186,31 @@ def layout_problem(case: RejectionCase, out: Tensor) -> tuple[str, str]:
     for i, (row, n) in enumerate(zip(out.tolist(), case.num_draft_tokens, strict=True)):
         length = next((k for k, t in enumerate(row) if t == PLACEHOLDER_TOKEN_ID), len(row))
         if any(t != PLACEHOLDER_TOKEN_ID for t in row[length:]) or not 1 <= length <= n + 1:
-            return "E2", f"row {i} with {n} drafts: {row}"
+            return E2, f"row {i} with {n} drafts: {row}"
         mine = drafts[start : start + n]
         last = row[length - 1]
         bonus = int(case.bonus_token_ids[i, 0])
         if row[: length - 1] != mine[: length - 1]:
             if length == n + 1 and last == bonus and row[: n - 1] == mine[: n - 1]:
                 # E4 holds this too: the row ends with the bonus, but not every draft was accepted.
-                return "E3", (
+                return E3, (
                     f"row {i}: bonus after a rejected draft: it emits {row[n - 1]} for its last draft "
                     f"{mine[n - 1]}, then the bonus {bonus} (drafts {mine}, row {row[:length]})"
                 )
             at = next(k for k, (a, b) in enumerate(zip(row[: length - 1], mine, strict=False)) if a != b)
             return (
-                "E3",
+                E3,
                 f"row {i}: position {at} emits {row[at]} where the draft {mine[at]} was not accepted, yet the row goes on (drafts {mine}, row {row[:length]})",
             )
         if length == n + 1 and last != bonus:
-            return "E4", f"row {i} accepted all {n} drafts but ends with {last}, not the bonus"
+            return E4, f"row {i} accepted all {n} drafts but ends with {last}, not the bonus"
         if length <= n:
             if not 0 <= last < case.vocab:
-                return "E7", f"row {i} recovered id {last} outside [0, {case.vocab})"
+                return E7, f"row {i} recovered id {last} outside [0, {case.vocab})"
             if last == mine[length - 1] and (greedy[i] or case.draft_probs is None):
-                return "E3", f"row {i} ends with its rejected draft {last}"
+                return E3, f"row {i} ends with its rejected draft {last}"
             if probs is not None and not greedy[i] and float(probs[start + length - 1, last]) <= 0:
-                return "E7", f"row {i} recovered {last}, which has zero target probability"
+                return E7, f"row {i} recovered {last}, which has zero target probability"
         start += n
     return "", ""
 
@@ -211,7 +237,10 @@ def _mutated(case: RejectionCase, args: tuple[object, ...], takes: str) -> str:
     return ""
 
 
-class _Tally:
+class Tally:
+    """Each exact check's cases: how many ran, how many failed and the first failure, or why the
+    check was skipped."""
+
     def __init__(self) -> None:
         self.failures: dict[str, tuple[int, str]] = {}
         self.skips: dict[str, str] = {}
@@ -226,30 +255,17 @@ class _Tally:
     def skip(self, check: str, reason: str) -> None:
         self.skips[check] = reason
 
-    def results(self, ids: list[str]) -> list[CheckResult]:
-        out = []
-        for check in ids:
-            if check in self.failures:
-                count, first = self.failures[check]
-                out.append(
-                    CheckResult(
-                        id=check,
-                        kind="exact",
-                        status=CheckStatus.FAIL,
-                        statistic=float(count),
-                        detail=f"{count} of {self.runs[check]} failed",
-                        counterexample=first,
-                    )
-                )
-            elif check in self.skips:
-                out.append(CheckResult(id=check, kind="exact", status=CheckStatus.SKIP, detail=self.skips[check]))
-            else:
-                out.append(
-                    CheckResult(
-                        id=check, kind="exact", status=CheckStatus.PASS, detail=f"{self.runs.get(check, 0)} cases"
-                    )
-                )
-        return out
+    def verdict(self, check: str) -> Verdict:
+        """Failed (how many of how many cases, and the first), else skipped, else passed."""
+        if check in self.failures:
+            count, first = self.failures[check]
+            return Verdict(passed=False, count=1, detail=f"{count} of {self.runs[check]} failed; first case: {first}")
+        if check in self.skips:
+            return Verdict(passed=True, skipped=self.skips[check])
+        return Verdict(passed=True, count=1, detail=f"{self.runs.get(check, 0)} cases")
+
+    def verdicts(self, ids: Sequence[str]) -> dict[str, Verdict]:
+        return {check: self.verdict(check) for check in ids}
 
 
 def _describe(case: RejectionCase) -> str:
@@ -263,86 +279,78 @@ def _describer(case: RejectionCase) -> Callable[[], str]:
     return lambda: _describe(case)
 
 
-def exact_checks(candidate: Candidate, *, level: str, seed: int) -> list[CheckResult]:
-    rng = random.Random(seed)
-    tally = _Tally()
-    cases = 2000 if level == "full" else 400
-    for _ in range(cases):
-        case = candidate.case(rng)
+ExactScenario = Callable[[Candidate, Tally, random.Random, int], None]
+"""How one or more exact checks run: ``scenario(candidate, tally, rng, n)`` records each of its
+checks' cases on the tally, from ``n`` random cases where it draws any (the table's ``exact``)."""
+
+CORPUS_SCALE: Final = 10
+"""The random corpus runs this many times a scenario's ``n`` cases (400 at the quick level)."""
+
+
+def corpus_cases(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
+    """E1–E4, E7, E8, E14 and RNG-ORDER on every case of the random corpus: the output's layout,
+    its bits against ``rejection_sample_with_noise`` on the same randomness, the arguments after
+    the call, and (route B) the generators' draw order."""
+    for _ in range(n * CORPUS_SCALE):
+        case = c.case(rng)
         try:
-            actual, expected, args, rng_problem = candidate.compare(case, rng)
+            actual, expected, args, rng_problem = c.compare(case, rng)
         except Exception as error:  # a crash on valid input fails every corpus check it blocks
-            tally.record("E1", f"raised {type(error).__name__}: {error}", _describer(case))
+            t.record(E1, f"raised {type(error).__name__}: {error}", _describer(case))
             continue
         if not isinstance(actual, Tensor) or actual.dim() != 2:
-            tally.record("E1", malformed_output(actual, case.num_draft_tokens, case.vocab), _describer(case))
+            t.record(E1, malformed_output(actual, case.num_draft_tokens, case.vocab), _describer(case))
             continue
         check, problem = layout_problem(case, actual)
-        bonus_after_rejection = check == "E3" and "bonus after a rejected draft" in problem
-        for layout_id in ("E1", "E2", "E3", "E4", "E7"):
-            found = problem if check == layout_id or (layout_id == "E4" and bonus_after_rejection) else ""
-            tally.record(layout_id, found, _describer(case))
-        tally.record("E8", _first_row_difference(actual, expected), _describer(case))
-        tally.record("E14", _mutated(case, args, candidate.takes))
-        tally.record("RNG-ORDER", rng_problem)
-    if candidate.injector is not None:
-        tally.skip("RNG-ORDER", "noise is injected (route A)")
-    scenarios = {
-        "E5": _e5_greedy,
-        "E6": _e6_zero_probability,
-        "E9": _e9_one_hot,
-        "E10": _e10_permutation,
-        "E11": _e11_generators,
-        "E12": _e12_identity,
-        "E13": _e13_seeded_isolation,
-        "E15-SPEC-LEN": _e15_errors,  # a crash outside the candidate call is charged here
-        "E16": _e16_greedy_threshold,
-        "E17": _e17_masks,
-        "E18": _e18_parse,
-        "E20": _e20_generation,
-    }
-    for check_id, scenario in scenarios.items():
+        bonus_after_rejection = check == E3 and "bonus after a rejected draft" in problem
+        for layout_id in (E1, E2, E3, E4, E7):
+            found = problem if check == layout_id or (layout_id == E4 and bonus_after_rejection) else ""
+            t.record(layout_id, found, _describer(case))
+        t.record(E8, _first_row_difference(actual, expected), _describer(case))
+        t.record(E14, _mutated(case, args, c.takes))
+        t.record(RNG_ORDER, rng_problem)
+
+
+def exact_checks(
+    candidate: Candidate,
+    scenarios: Sequence[tuple[str, ExactScenario]],
+    *,
+    skipped: Mapping[str, str],
+    level: str,
+    seed: int,
+) -> dict[str, Verdict]:
+    """Each check of ``scenarios`` (check id, the scenario that records it; the table's order)
+    from one shared random stream: a scenario runs once, at its first check, unless every check it
+    records is in ``skipped`` (check id → why, e.g. a route-A check on a route-B candidate).
+    A verdict carries what was found (outcome, count, detail); the kit adds what was compared."""
+    rng = random.Random(seed)
+    tally = Tally()
+    n = (2000 if level == "full" else 400) // CORPUS_SCALE
+    for check_id, reason in skipped.items():
+        tally.skip(check_id, reason)
+    ran: list[ExactScenario] = []
+    for check_id, scenario in scenarios:
+        if scenario in ran or all(i in skipped for i, s in scenarios if s is scenario):
+            continue
+        ran.append(scenario)
+        if scenario is corpus_cases:  # it guards every call of the candidate itself
+            scenario(candidate, tally, rng, n)
+            continue
         try:
-            scenario(candidate, tally, rng, cases // 10)
+            scenario(candidate, tally, rng, n)
         except Exception as error:  # the candidate crashed on valid input: that check fails
             tally.record(check_id, f"raised {type(error).__name__}: {error}")
-    return tally.results(
-        [
-            "E1",
-            "E2",
-            "E3",
-            "E4",
-            "E5",
-            "E6",
-            "E7",
-            "E8",
-            "E9",
-            "E10",
-            "E11",
-            "E12",
-            "E13",
-            "E14",
-            "E15-SPEC-LEN",
-            "E15-SHAPES",
-            "E15-FLAGS",
-            "E15-NAN",
-            "E16",
-            "E17",
-            "E18",
-            "E20",
-            "RNG-ORDER",
-        ]
-    )
+    return tally.verdicts([check_id for check_id, _ in scenarios])
 
 
 def _greedy_rows(case: RejectionCase, out: Tensor) -> list[list[int]]:
     return [row for row, g in zip(out.tolist(), case.greedy, strict=True) if g]
 
 
-def _e5_greedy(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e5_greedy(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """Greedy rows follow §1.5 and do not depend on noise, draft probs or top-k/top-p."""
     if c.profile.greedy_argmax_on == "logits":
-        t.record("E5", _tied_maxima_problem(c))
+        t.record(E5, _tied_maxima_problem(c))
     for _ in range(n):
         case = c.case(rng)
         if not any(case.greedy):
@@ -356,7 +364,7 @@ def _e5_greedy(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         second, _ = c.call(variant, random_noise(variant, c.profile, rng))
         expected = expected_output(case, random_noise(case, c.profile, rng), c.profile)
         ok = _greedy_rows(case, first) == _greedy_rows(case, second) == _greedy_rows(case, expected)
-        t.record("E5", "" if ok else f"greedy rows {_greedy_rows(case, first)} vs {_greedy_rows(case, expected)}")
+        t.record(E5, "" if ok else f"greedy rows {_greedy_rows(case, first)} vs {_greedy_rows(case, expected)}")
 
 
 def tied_maxima_case(greedy_temperature: float) -> RejectionCase:
@@ -416,23 +424,21 @@ def _single(
     )
 
 
-def _e6_zero_probability(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
-    if c.injector is None:
-        t.skip("E6", "needs injected u = 0 (route A)")
-        return
+def e6_zero_probability(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
+    """u = 0 never accepts a draft that top-k cut (p(d) = 0); u just below 1 accepts p(d) = 1 (route A only)."""
     cut = _single([3.0, 2.0, 1.0, 0.0], 3, top_k=2)  # draft 3 is cut by top-k: p(d) = 0
     zero = RejectionNoise(uniforms=torch.zeros(1, dtype=c.profile.uniform_dtype), exponentials=torch.ones(1, 4))
     out, _ = c.call(cut, zero)
-    t.record("E6", "" if out[0, 0].item() != 3 else "a zero-probability draft was accepted at u = 0")
+    t.record(E6, "" if out[0, 0].item() != 3 else "a zero-probability draft was accepted at u = 0")
     sure = _single([0.0, float("-inf"), float("-inf")], 0)  # p(d) = 1
     almost_one = RejectionNoise(
         uniforms=torch.tensor([1 - 2**-24], dtype=c.profile.uniform_dtype), exponentials=torch.ones(1, 3)
     )
     out, _ = c.call(sure, almost_one)
-    t.record("E6", "" if out[0].tolist()[:2] == [0, 2] else f"p(d) = 1 rejected: {out.tolist()}")
+    t.record(E6, "" if out[0].tolist()[:2] == [0, 2] else f"p(d) = 1 rejected: {out.tolist()}")
 
 
-def _e9_one_hot(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e9_one_hot(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """draft_probs = one_hot(d) is bitwise draft_probs = None."""
     for _ in range(n):
         case = c.case(rng)
@@ -441,13 +447,11 @@ def _e9_one_hot(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         # Route B needs nothing more: both calls start from the same generator states (fresh clones).
         a, _ = c.call(replace(case, draft_probs=None), noise)
         b, _ = c.call(replace(case, draft_probs=one_hot), noise)
-        t.record("E9", "" if torch.equal(a, b) else f"{a.tolist()} vs {b.tolist()}")
+        t.record(E9, "" if torch.equal(a, b) else f"{a.tolist()} vs {b.tolist()}")
 
 
-def _e10_permutation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
-    if c.injector is None:
-        t.skip("E10", "needs injected noise rows to permute (route A)")
-        return
+def e10_permutation(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
+    """Permuting the requests, and their injected noise rows, permutes the output (route A only)."""
     for _ in range(n):
         case = c.case(rng)
         noise = random_noise(case, c.profile, rng)
@@ -456,7 +460,7 @@ def _e10_permutation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> Non
         rng.shuffle(order)
         permuted, permuted_noise = _permute(case, noise, order)
         out2, _ = c.call(permuted, permuted_noise)
-        t.record("E10", "" if torch.equal(out[order], out2) else f"order {order}: {out.tolist()} vs {out2.tolist()}")
+        t.record(E10, "" if torch.equal(out[order], out2) else f"order {order}: {out.tolist()} vs {out2.tolist()}")
 
 
 def _permute(
@@ -493,7 +497,7 @@ def _permute(
     return permuted, RejectionNoise(uniforms=noise.uniforms[index], exponentials=noise.exponentials[pick])
 
 
-def _e11_generators(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e11_generators(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """Generators of greedy rows and of nᵢ = 0 rows never advance; an all-greedy batch draws nothing."""
     for _ in range(n):
         case = c.case(rng)
@@ -506,15 +510,15 @@ def _e11_generators(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None
         assert isinstance(meta, SamplingMetadata)
         for i, (greedy, count) in enumerate(zip(case.greedy, case.num_draft_tokens, strict=True)):
             if (greedy or count == 0) and not torch.equal(meta.generators[i].get_state(), before[i]):
-                t.record("E11", f"request {i} (greedy={greedy}, n={count}) advanced its generator")
+                t.record(E11, f"request {i} (greedy={greedy}, n={count}) advanced its generator")
                 break
         else:
-            t.record("E11", "")
+            t.record(E11, "")
         if all(case.greedy) and not torch.equal(torch.get_rng_state(), global_before):
-            t.record("E11", "an all-greedy batch advanced the global generator")
+            t.record(E11, "an all-greedy batch advanced the global generator")
 
 
-def _e12_identity(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e12_identity(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """docs/verification.md §2.3: a seeded random row with nᵢ > 0 consumes exactly nᵢ uniforms then V
     exponentials (final states, on a clone), and its output is what those draws predict."""
     for _ in range(n):
@@ -532,10 +536,10 @@ def _e12_identity(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
             if not torch.equal(clone.get_state(), meta.generators[i].get_state()):
                 problem = f"request {i} (n={case.num_draft_tokens[i]}) consumed a different number of draws"
                 break
-        t.record("E12", problem or draw_order_problem(case, out, c.profile, every_row=True), _describer(case))
+        t.record(E12, problem or draw_order_problem(case, out, c.profile, every_row=True), _describer(case))
 
 
-def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e13_seeded_isolation(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """A seeded row's output depends only on its own inputs and generator, not on its neighbours."""
     for _ in range(n):
         case = random_case(rng, greedy_temperature=c.greedy_temperature, seeded=True)
@@ -548,7 +552,7 @@ def _e13_seeded_isolation(c: Candidate, t: _Tally, rng: random.Random, n: int) -
         solo, _ = c.call(alone)
         width = case.max_spec_len + 1
         t.record(
-            "E13",
+            E13,
             ""
             if together[i, :width].tolist() == solo[0, :width].tolist()
             else f"request {i}: {together[i].tolist()} in the batch, {solo[0].tolist()} alone",
@@ -584,7 +588,7 @@ def _raises(c: Candidate, bad: RejectionCase, accepted: tuple[type[BaseException
     return "accepted"
 
 
-def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e15_errors(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """Invalid input raises (docs/verification.md §1.2), one named check per contract: E15-SPEC-LEN
     (max_spec_len over the limit: any ``ValueError``, e.g. arctic_ref's ``SpecLengthError``, never
     our own class; under the vLLM 0.9.2 and 0.32 profiles also vLLM's ``AssertionError``), and the
@@ -598,13 +602,13 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
     problem = _raises(c, replace(base, max_spec_len=limit + 1), spec_len_errors)
     expected = " or ".join(e.__name__ for e in spec_len_errors)
     t.record(
-        "E15-SPEC-LEN",
+        E15_SPEC_LEN,
         problem
         and f"max_spec_len {limit + 1} (over the limit {limit}): {problem}; the contract is an error "
         f"({expected}, any subclass), never a truncation",
     )
     strict: dict[str, dict[str, RejectionCase]] = {
-        "E15-SHAPES": {
+        E15_SHAPES: {
             "draft id = V": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, base.vocab)),
             "draft id = -1": replace(base, draft_token_ids=torch.full_like(base.draft_token_ids, -1)),
             "cu_num_draft_tokens != cumsum(num_draft_tokens)": replace(
@@ -612,12 +616,12 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
             ),
             "max_spec_len < max(num_draft_tokens)": replace(base, max_spec_len=max(base.num_draft_tokens) - 1),
         },
-        "E15-FLAGS": {
+        E15_FLAGS: {
             "all_greedy=True with random rows": replace(
                 base, sampling_metadata=replace(base.sampling_metadata, all_greedy=True, all_random=False)
             ),
         },
-        "E15-NAN": {"NaN in a random row's logits": replace(base, target_logits=_with_nan_in_a_random_row(base))},
+        E15_NAN: {"NaN in a random row's logits": replace(base, target_logits=_with_nan_in_a_random_row(base))},
     }
     for check, cases in strict.items():
         if check in c.unsafe_inputs:
@@ -629,25 +633,25 @@ def _e15_errors(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
 
 
 STRICT_CONTRACT: Final[dict[str, str]] = {
-    "E15-SHAPES": "the strict contract (docs/verification.md §1.2) raises ValueError for malformed shapes and counts",
-    "E15-FLAGS": "the strict contract (docs/verification.md §1.2 item 2) raises ValueError for greedy flags that "
+    E15_SHAPES: "the strict contract (docs/verification.md §1.2) raises ValueError for malformed shapes and counts",
+    E15_FLAGS: "the strict contract (docs/verification.md §1.2 item 2) raises ValueError for greedy flags that "
     "contradict the temperatures",
-    "E15-NAN": "the strict contract (docs/verification.md §1.2 item 5, field bug F-4) raises ValueError for a NaN "
+    E15_NAN: "the strict contract (docs/verification.md §1.2 item 5, field bug F-4) raises ValueError for a NaN "
     "row instead of emitting from it",
 }
 
 
-def _e16_greedy_threshold(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e16_greedy_threshold(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """τ ∈ {−1, 0, 1e-6, 9.9e-6} is greedy; τ = 1e-5 is random."""
     logits = [0.0, 0.1, 0.2, 5.0]
     for tau in (-1.0, 0.0, 1e-6, 9.9e-6):
         case = _single(logits, 0, temperature=None, greedy_temperature=tau)
         out, _ = c.call(case)
-        t.record("E16", "" if out[0, 0].item() == 3 else f"τ={tau}: {out.tolist()} is not greedy")
+        t.record(E16, "" if out[0, 0].item() == 3 else f"τ={tau}: {out.tolist()} is not greedy")
     case = _single(logits, 3, temperature=1e-5)
     noise = RejectionNoise(uniforms=torch.full((1,), 0.5, dtype=c.profile.uniform_dtype), exponentials=torch.ones(1, 4))
     out, _ = c.call(case, noise if c.injector else None)
-    t.record("E16", "" if out[0, 0].item() == 3 else f"τ=1e-5: {out.tolist()}")
+    t.record(E16, "" if out[0, 0].item() == 3 else f"τ=1e-5: {out.tolist()}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -725,7 +729,7 @@ def _mask_probe_problem(probe: _MaskProbe, out: Tensor) -> str:
     return ""
 
 
-def _e17_masks(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e17_masks(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """Top-k keeps threshold ties; top-p keeps the maximum; order temperature → top-k → top-p.
     First on our ``compute_target_probs``, then read off the candidate's output on ``MASK_PROBES``,
     where the masks force every token (``_mask_probe_case``): a wrong mask shows with certainty (u
@@ -733,15 +737,15 @@ def _e17_masks(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
     for a sampler without the p > 0 guard, X1)."""
     meta = make_metadata([1.0], top_k=[2])
     p = compute_target_probs(torch.tensor([[1.0, 2.0, 2.0, 3.0]]), torch.tensor([1]), meta, profile=c.profile)
-    t.record("E17", "" if (p[0] > 0).tolist() == [False, True, True, True] else f"top-k ties: {p.tolist()}")
+    t.record(E17, "" if (p[0] > 0).tolist() == [False, True, True, True] else f"top-k ties: {p.tolist()}")
     meta = make_metadata([1.0], top_p=[0.01])
     p = compute_target_probs(torch.tensor([[0.0, 1.0, 2.0, 3.0]]), torch.tensor([1]), meta, profile=c.profile)
-    t.record("E17", "" if (p[0] > 0).tolist() == [False, False, False, True] else f"top-p max: {p.tolist()}")
+    t.record(E17, "" if (p[0] > 0).tolist() == [False, False, False, True] else f"top-p max: {p.tolist()}")
     meta = make_metadata([0.5], top_k=[3], top_p=[0.6])
     p = compute_target_probs(torch.tensor([[0.0, 0.5, 1.0, 1.2]]), torch.tensor([1]), meta, profile=c.profile)
     # τ = 0.5 gives [0, 1, 2, 2.4]; top-k 3 drops 0; the sorted cumulative probabilities of the rest
     # are 0.129, 0.479, 1, so top-p 0.6 (mask ≤ 0.4) drops 1 and keeps 2 and 2.4.
-    t.record("E17", "" if (p[0] > 0).tolist() == [False, False, True, True] else f"order: {p.tolist()}")
+    t.record(E17, "" if (p[0] > 0).tolist() == [False, False, True, True] else f"order: {p.tolist()}")
     for probe in MASK_PROBES:
         case = _mask_probe_case(probe, seeded=c.injector is None)
         vocab = len(probe.logits)
@@ -751,26 +755,26 @@ def _e17_masks(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
         out, _ = c.call(case, noise)
         if not isinstance(out, Tensor) or tuple(out.shape) != (vocab, 2):
             shape = f"output shape {tuple(getattr(out, 'shape', ()))}, expected ({vocab}, 2)"
-            t.record("E17", malformed_output(out, case.num_draft_tokens, vocab) or shape)
+            t.record(E17, malformed_output(out, case.num_draft_tokens, vocab) or shape)
             continue
-        t.record("E17", _mask_probe_problem(probe, out), lambda: _PROBE_BATCH)
+        t.record(E17, _mask_probe_problem(probe, out), lambda: _PROBE_BATCH)
 
 
-def _e18_parse(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e18_parse(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     raw = torch.tensor([[3, 5, -1, -1], [7, 99, 2, -1]], dtype=torch.int32)
-    t.record("E18", "" if parse_output(raw, 10) == [[3, 5], [7, 2]] else f"{parse_output(raw, 10)}")
+    t.record(E18, "" if parse_output(raw, 10) == [[3, 5], [7, 2]] else f"{parse_output(raw, 10)}")
     for _ in range(n):
         case = c.case(rng)
         out, _ = c.call(case, random_noise(case, c.profile, rng))
         lists = parse_output(out, case.vocab)
         lengths = [sum(1 for x in row if x != PLACEHOLDER_TOKEN_ID) for row in out.tolist()]
-        t.record("E18", "" if [len(x) for x in lists] == lengths else f"{lists} from {out.tolist()}")
+        t.record(E18, "" if [len(x) for x in lists] == lengths else f"{lists} from {out.tolist()}")
 
 
-def _e20_generation(c: Candidate, t: _Tally, rng: random.Random, n: int) -> None:
+def e20_generation(c: Candidate, t: Tally, rng: random.Random, n: int) -> None:
     """Greedy generation with any drafter equals plain greedy decoding."""
     for drafter in GREEDY_DRAFTERS:
         problem = greedy_generation_matches(
             c.fn, drafter, seed=rng.randrange(2**31), greedy_temperature=c.greedy_temperature
         )
-        t.record("E20", problem)
+        t.record(E20, problem)
