@@ -82,18 +82,18 @@ def test_replays_equal_eager_output_and_generator(
 @pytest.mark.parametrize(
     ("reqs", "drafts", "vocab", "probs", "mixed"),
     [
-        (1, 4, 128_256, False, False),  # the kernels draw the noise
+        (1, 4, 128_256, False, False),
         (8, 4, 32_000, False, True),
         (5, 7, 9_000, True, True),
-        (32, 1, 50_000, True, False),  # B · V over DRAWN_MAX_VALUES: draw_noise's tensors
+        (32, 1, 50_000, True, False),
         (3, 0, 1000, False, False),
-        (4, 3, 12, False, True),  # under MIN_VOCAB: draw_noise's tensors
+        (4, 3, 12, False, True),  # a vocabulary under 16
     ],
 )
 def test_eager_fused_call_equals_the_torch_path_and_generator(
     reqs: int, drafts: int, vocab: int, probs: bool, mixed: bool
 ) -> None:
-    """The eager fused call (value rules inside the kernels, noise drawn by them or by ``draw_noise``)
+    """The eager fused call (value rules inside the kernels, noise from ``draw_noise``)
     returns the plain torch path's output and leaves the default generator where it does."""
     args = _args(reqs, drafts, vocab, probs=probs, mixed=mixed)
     for call in range(3):

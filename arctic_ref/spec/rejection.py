@@ -24,11 +24,8 @@ from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, Race, SamplerProfile, SpecLengthError
 from arctic_ref.spec.rejection_triton import (
-    DRAWN_MAX_VALUES,
-    MIN_VOCAB,
     NAN_MESSAGE,
     checked_kernels,
-    drawn_increment,
     fused_kernels,
     fused_supported,
 )
@@ -39,7 +36,6 @@ from arctic_ref.spec.sampling import (
     process_logits,
     request_of_rows,
 )
-from arctic_ref.spec.torch_philox import signed_seed
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
 _INT_DTYPES = (torch.int32, torch.int64)
@@ -291,9 +287,9 @@ def _sample_checked(
 ) -> Tensor:
     """``rejection_sample`` on the fused kernels with the host rules checked here and the value rules
     inside the first launch: one synchronisation instead of a read-back before sampling and another
-    after. The noise is ``draw_noise``'s, bit for bit: drawn by the kernels from the default
-    generator's seed and offset (up to ``DRAWN_MAX_VALUES`` exponentials; the offset advanced here as
-    the draws would), else by ``draw_noise`` itself. A value error restores the offset and raises
+    after. The noise is ``draw_noise``'s tensors (two torch launches cost less host time than the
+    third Triton launch the kernels' own draws need; in a graph, where host time does not count, the
+    kernels draw). A value error restores the offset and raises
     ``validate_inputs``' message, as if checked first; NaN raises after the draws, as eagerly."""
     args = (
         draft_token_ids,
@@ -310,14 +306,8 @@ def _sample_checked(
     assert meta.temperature is not None  # _checked_on_device
     generator = torch.cuda.default_generators[target_logits.get_device()]
     offset = generator.get_offset()
-    num_reqs, rows, vocab = len(num_draft_tokens), draft_token_ids.shape[0], target_logits.shape[1]
-    noise, seed_offset = None, None
-    if vocab >= MIN_VOCAB and num_reqs * vocab <= DRAWN_MAX_VALUES and offset % 4 == 0:
-        seed_offset = (signed_seed(generator.initial_seed()), offset)
-        generator.set_offset(offset + drawn_increment(rows, num_reqs, vocab, device))
-    else:
-        noise = draw_noise(num_draft_tokens, vocab, meta, profile=profile, device=device)
-        assert noise is not None  # some request is random
+    noise = draw_noise(num_draft_tokens, target_logits.shape[1], meta, profile=profile, device=device)
+    assert noise is not None  # some request is random
     out, value_bits, nan = checked_kernels(
         draft_token_ids,
         num_draft_tokens,
@@ -329,9 +319,8 @@ def _sample_checked(
         meta.temperature,
         all_greedy=meta.all_greedy,
         all_random=meta.all_random,
-        uniforms=None if noise is None else noise.uniforms,
-        exponentials=None if noise is None else noise.exponentials,
-        seed_offset=seed_offset,
+        uniforms=noise.uniforms,
+        exponentials=noise.exponentials,
     )
     if value_bits:
         generator.set_offset(offset)

@@ -674,40 +674,30 @@ def checked_kernels(
     *,
     all_greedy: bool,
     all_random: bool,
-    uniforms: Tensor | None = None,
-    exponentials: Tensor | None = None,
-    seed_offset: tuple[int, int] | None = None,
+    uniforms: Tensor,
+    exponentials: Tensor,
 ) -> tuple[Tensor, int, int]:
     """``fused_kernels`` on host-validated inputs with the value rules checked inside the first launch
     (``ValueChecks``) and one synchronisation: (output, value-rule bits, NaN flag). The eager form of
     what a ``RejectionSampler`` graph runs, for calls that are not replayed.
 
     The kernels run on the host counts' cumsum (the caller's ``cu_num_draft_tokens`` is checked against
-    it) and store the flags to pinned memory. One pinned int64 buffer carries, in one copy to the
-    device, the seed and offset (``seed_offset``: the kernels draw u and E themselves, bit for bit as
-    ``draw_noise`` from the default generator; the caller advances its offset) and the cumsum, and
-    holds the flags after them; otherwise ``uniforms`` and ``exponentials`` are the noise tensors.
+    it) and store the flags to pinned memory: one pinned int64 buffer carries the cumsum to the device
+    in one copy and holds the flags after it. ``uniforms`` and ``exponentials`` are the noise.
     The caller raises on nonzero bits or flag (the output is then not to be handed out)."""
-    num_reqs, rows, vocab, device = (
-        len(num_draft_tokens),
-        draft_token_ids.shape[0],
-        target_logits.shape[1],
-        target_logits.device,
-    )
-    host = torch.empty(num_reqs + 3, dtype=torch.int64, pin_memory=True)
+    num_reqs = len(num_draft_tokens)
+    host = torch.empty(num_reqs + 1, dtype=torch.int64, pin_memory=True)
     values = host.numpy()
-    values[:2] = seed_offset if seed_offset is not None else (0, 0)
-    values[2 : num_reqs + 2] = np.cumsum(num_draft_tokens)
-    values[num_reqs + 2] = 0
-    staged = host[: num_reqs + 2].to(device, non_blocking=True)
-    flags = host[num_reqs + 2 :].view(torch.int32)
-    drawn = None if seed_offset is None else DrawnNoise.layout(staged[:2], rows, num_reqs, vocab)
+    values[:num_reqs] = np.cumsum(num_draft_tokens)
+    values[num_reqs] = 0
+    expected_cu = host[:num_reqs].to(target_logits.device, non_blocking=True)
+    flags = host[num_reqs:].view(torch.int32)
     checks = ValueChecks(
         cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=all_greedy, all_random=all_random, flags=flags
     )
     out, _ = fused_kernels(
         draft_token_ids,
-        staged[2:],
+        expected_cu,
         max_spec_len,
         draft_probs,
         target_logits,
@@ -716,14 +706,7 @@ def checked_kernels(
         uniforms,
         exponentials,
         checks=checks,
-        drawn=drawn,
     )
-    torch.cuda.current_stream(device).synchronize()
+    torch.cuda.current_stream(target_logits.device).synchronize()
     value_bits, nan = flags.tolist()
     return out, value_bits, nan
-
-
-def drawn_increment(rows: int, num_reqs: int, vocab: int, device: torch.device) -> int:
-    """How far ``draw_noise``'s two global draws (``rows`` uniforms, ``num_reqs`` · ``vocab``
-    exponentials) advance the default generator's offset: what the kernels' own draws stand for."""
-    return PhiloxDraw.of(rows, 2, device).increment + PhiloxDraw.of(num_reqs * vocab, 4, device).increment
