@@ -79,6 +79,35 @@ def test_replays_equal_eager_output_and_generator(
     assert sampler.replays == 4 and sampler.num_graphs == 1  # the first sighting runs eagerly
 
 
+@pytest.mark.parametrize(
+    ("reqs", "drafts", "vocab", "probs", "mixed"),
+    [
+        (1, 4, 128_256, False, False),
+        (8, 4, 32_000, False, True),
+        (5, 7, 9_000, True, True),
+        (32, 1, 50_000, True, False),
+        (3, 0, 1000, False, False),
+        (4, 3, 12, False, True),  # a vocabulary under 16
+    ],
+)
+def test_eager_fused_call_equals_the_torch_path_and_generator(
+    reqs: int, drafts: int, vocab: int, probs: bool, mixed: bool
+) -> None:
+    """The eager fused call (value rules inside the kernels, noise from ``draw_noise``)
+    returns the plain torch path's output and leaves the default generator where it does."""
+    args = _args(reqs, drafts, vocab, probs=probs, mixed=mixed)
+    for call in range(3):
+        torch.manual_seed(call)
+        torch.rand(call * 5 + 1, device="cuda")  # offsets other than 0
+        fused = rejection_sample(*args)
+        fused_state = _state()
+        torch.manual_seed(call)
+        torch.rand(call * 5 + 1, device="cuda")
+        plain = rejection_sample(*args, fused=False)
+        assert torch.equal(fused, plain), f"call {call}"
+        assert torch.equal(fused_state, _state()), f"call {call}: generator state"
+
+
 def test_outputs_are_fresh_tensors() -> None:
     """Replays write fresh tensors, past the ring of ``RING`` views per block: every output keeps its
     values and its own memory, and each equals the eager call's under the same seed."""

@@ -23,7 +23,12 @@ from torch import Tensor
 from arctic_ref.spec.metadata import SamplingMetadata
 from arctic_ref.spec.noise import RejectionNoise, draw_noise
 from arctic_ref.spec.profile import GREEDY_EPS, INTENDED, PLACEHOLDER_TOKEN_ID, Race, SamplerProfile, SpecLengthError
-from arctic_ref.spec.rejection_triton import NAN_MESSAGE, fused_kernels, fused_supported
+from arctic_ref.spec.rejection_triton import (
+    NAN_MESSAGE,
+    checked_kernels,
+    fused_kernels,
+    fused_supported,
+)
 from arctic_ref.spec.sampling import (
     compute_target_probs,
     greedy_source,
@@ -202,7 +207,20 @@ def rejection_sample(
     fused: bool = True,
 ) -> Output:
     """``draw_noise`` (docs/verification.md §2.1 order) then ``rejection_sample_with_noise``. ``fused=False`` keeps
-    the plain vectorised torch path on CUDA too (for comparison)."""
+    the plain vectorised torch path on CUDA too (for comparison). Calls the fused kernels serve whole
+    (``_checked_on_device``) check the values inside them instead, with one synchronisation."""
+    args = (
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+    )
+    if fused and _checked_on_device(*args, profile):
+        return _sample_checked(*args, profile)
     validate_inputs(
         draft_token_ids,
         num_draft_tokens,
@@ -230,6 +248,87 @@ def rejection_sample(
         profile,
         fused,
     )
+
+
+def _checked_on_device(
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+    profile: SamplerProfile,
+) -> bool:
+    """Whether the fused kernels take the whole call, value rules included (``checked_kernels``): the
+    fused path's inputs, every tensor on the logits' device, some random request and no per-request
+    generator (a value error must leave every generator as it was; only the default one is restored)."""
+    meta = sampling_metadata
+    if not fused_supported(target_logits, meta.top_k, meta.top_p, profile.name):
+        return False
+    if meta.temperature is None or meta.all_greedy or meta.generators:
+        return False
+    device = target_logits.device
+    tensors = (draft_token_ids, cu_num_draft_tokens, bonus_token_ids, meta.temperature, draft_probs)
+    return all(t is None or (isinstance(t, Tensor) and t.device == device) for t in tensors)
+
+
+def _sample_checked(
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    sampling_metadata: SamplingMetadata,
+    profile: SamplerProfile,
+) -> Tensor:
+    """``rejection_sample`` on the fused kernels with the host rules checked here and the value rules
+    inside the first launch: one synchronisation instead of a read-back before sampling and another
+    after. The noise is ``draw_noise``'s tensors (two torch launches cost less host time than the
+    third Triton launch the kernels' own draws need; in a graph, where host time does not count, the
+    kernels draw). A value error restores the offset and raises
+    ``validate_inputs``' message, as if checked first; NaN raises after the draws, as eagerly."""
+    args = (
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+    )
+    validate_host_inputs(*args, profile)
+    meta, device = sampling_metadata, target_logits.device
+    assert meta.temperature is not None  # _checked_on_device
+    generator = torch.cuda.default_generators[target_logits.get_device()]
+    offset = generator.get_offset()
+    noise = draw_noise(num_draft_tokens, target_logits.shape[1], meta, profile=profile, device=device)
+    assert noise is not None  # some request is random
+    out, value_bits, nan = checked_kernels(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_column(bonus_token_ids),
+        meta.temperature,
+        all_greedy=meta.all_greedy,
+        all_random=meta.all_random,
+        uniforms=noise.uniforms,
+        exponentials=noise.exponentials,
+    )
+    if value_bits:
+        generator.set_offset(offset)
+        validate_inputs(*args, profile)
+        raise AssertionError(f"the kernels' value check ({value_bits}) disagrees with validate_inputs")
+    if nan:
+        raise ValueError(NAN_MESSAGE)
+    return out
 
 
 def rejection_sample_with_noise(

@@ -68,7 +68,15 @@ from arctic_ref.spec.rejection import (
     validate_host_inputs,
     validate_inputs,
 )
-from arctic_ref.spec.rejection_triton import NAN_MESSAGE, DrawnNoise, ValueChecks, fused_kernels, fused_supported
+from arctic_ref.spec.rejection_triton import (
+    DRAWN_MAX_VALUES,
+    MIN_VOCAB,
+    NAN_MESSAGE,
+    DrawnNoise,
+    ValueChecks,
+    fused_kernels,
+    fused_supported,
+)
 from arctic_ref.spec.torch_philox import MAX_VALUES, draw_from_state, signed_seed
 from arctic_ref.types import Logits, Output, PerRequest, Probs, TokenIds
 
@@ -76,18 +84,6 @@ GRAPH_CACHE_CAPACITY: Final = 16
 """Graphs kept per sampler (least recently used dropped first); each holds its own memory pool."""
 CAPTURE_AFTER: Final = 2
 """A key is captured the time it is seen this often (a one-off shape never pays for a capture)."""
-
-DRAWN_MAX_VALUES: Final = 2**19
-"""Calls of at most this many exponentials (B · V: 4 requests at V = 128,256) draw their noise in the
-race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``, on a side stream beside
-the statistics launch), then the chunked race. The drawing race computes Philox, a log, an exp and
-two IEEE divisions for every one of the B · V columns after the statistics launch; the tensor path
-draws during that launch (memory-bound, so its SMs have ALU to spare) and its race reads the
-noise. In bare graph replays at V = 128,256 the drawing race is the faster up to about 4 requests,
-hence the bound (the figures: ``benchmarks/results/2026-12-07-docstring-history.md``)."""
-
-MIN_VOCAB: Final = 16
-"""Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""
 
 RING: Final = 64
 """Output tensors allocated at once per graph (``_Outputs``)."""

@@ -30,9 +30,11 @@ launch settings (``stats_config``, which fix the summation order) and the same e
 are IEEE round-to-nearest (``div_rn``), as torch's.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -244,6 +246,18 @@ def race_chunks(num_reqs: int) -> int:
     wanted = -(-RACE_PROGRAMS // max(num_reqs, 1))
     return min(64, max(16, 1 << (wanted - 1).bit_length()))
 
+
+DRAWN_MAX_VALUES: Final = 2**19
+"""Calls of at most this many exponentials (B · V: 4 requests at V = 128,256) draw their noise in the
+race (``DrawnNoise``); larger ones into noise tensors (``draw_from_state``, on a side stream beside
+the statistics launch), then the chunked race. The drawing race computes Philox, a log, an exp and
+two IEEE divisions for every one of the B · V columns after the statistics launch; the tensor path
+draws during that launch (memory-bound, so its SMs have ALU to spare) and its race reads the
+noise. In bare graph replays at V = 128,256 the drawing race is the faster up to about 4 requests,
+hence the bound (the figures: ``benchmarks/results/2026-12-07-docstring-history.md``)."""
+
+MIN_VOCAB: Final = 16
+"""Smaller vocabularies draw into noise tensors (the drawing race's segments are at least 16 columns)."""
 
 NAN_MESSAGE: Final = "NaN in a processed target row (or a NaN greedy maximum): the logits must be finite or -inf"
 
@@ -646,3 +660,53 @@ def _launch_chunked_race(
         OUT_FROM_SLOT=target.from_slot,
         num_warps=race_warps,
     )
+
+
+def checked_kernels(
+    draft_token_ids: Tensor,
+    num_draft_tokens: Sequence[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: Tensor,
+    draft_probs: Tensor | None,
+    target_logits: Tensor,
+    bonus_token_ids: Tensor,
+    temperature: Tensor,
+    *,
+    all_greedy: bool,
+    all_random: bool,
+    uniforms: Tensor,
+    exponentials: Tensor,
+) -> tuple[Tensor, int, int]:
+    """``fused_kernels`` on host-validated inputs with the value rules checked inside the first launch
+    (``ValueChecks``) and one synchronisation: (output, value-rule bits, NaN flag). The eager form of
+    what a ``RejectionSampler`` graph runs, for calls that are not replayed.
+
+    The kernels run on the host counts' cumsum (the caller's ``cu_num_draft_tokens`` is checked against
+    it) and store the flags to pinned memory: one pinned int64 buffer carries the cumsum to the device
+    in one copy and holds the flags after it. ``uniforms`` and ``exponentials`` are the noise.
+    The caller raises on nonzero bits or flag (the output is then not to be handed out)."""
+    num_reqs = len(num_draft_tokens)
+    host = torch.empty(num_reqs + 1, dtype=torch.int64, pin_memory=True)
+    values = host.numpy()
+    values[:num_reqs] = np.cumsum(num_draft_tokens)
+    values[num_reqs] = 0
+    expected_cu = host[:num_reqs].to(target_logits.device, non_blocking=True)
+    flags = host[num_reqs:].view(torch.int32)
+    checks = ValueChecks(
+        cu_num_draft_tokens=cu_num_draft_tokens, all_greedy=all_greedy, all_random=all_random, flags=flags
+    )
+    out, _ = fused_kernels(
+        draft_token_ids,
+        expected_cu,
+        max_spec_len,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        temperature,
+        uniforms,
+        exponentials,
+        checks=checks,
+    )
+    torch.cuda.current_stream(target_logits.device).synchronize()
+    value_bits, nan = flags.tolist()
+    return out, value_bits, nan
