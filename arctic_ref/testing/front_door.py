@@ -1,8 +1,8 @@
 """The one list of checks behind every front door. ``arctic-ref check`` runs ``our_checks``,
 ``arctic-ref check --impl`` and the pytest plugin run ``component_checks`` on a ``MODULE:ATTR`` of
 yours; all three run each ``Check`` with ``run_and_settle`` (which applies ``strict``) and report
-``Verdict`` values. A check is
-named ``<component>/<id>``, defined once, in its component's module."""
+``Verdict`` values. A check is named ``<component>/<id>``, defined once, in its component's
+``checks.py``."""
 
 import time
 from collections.abc import Callable, Iterable, Sequence
