@@ -267,11 +267,19 @@ def _checked_on_device(
     meta = sampling_metadata
     if not fused_supported(target_logits, meta.top_k, meta.top_p, profile.name):
         return False
+    tensors = (draft_token_ids, cu_num_draft_tokens, bonus_token_ids, draft_probs)
+    return values_checkable_on(target_logits.device, tensors, meta)
+
+
+def values_checkable_on(device: torch.device, tensors: Sequence[object], sampling_metadata: SamplingMetadata) -> bool:
+    """Whether a call the fused kernels support may have its value rules checked inside them: some
+    request is random, no request has its own generator (only the default one can be put back after a
+    value error), and every tensor, the temperatures included, is already on ``device`` (``None``
+    stands for an absent optional tensor)."""
+    meta = sampling_metadata
     if meta.temperature is None or meta.all_greedy or meta.generators:
         return False
-    device = target_logits.device
-    tensors = (draft_token_ids, cu_num_draft_tokens, bonus_token_ids, meta.temperature, draft_probs)
-    return all(t is None or (isinstance(t, Tensor) and t.device == device) for t in tensors)
+    return all(t is None or (isinstance(t, Tensor) and t.device == device) for t in (*tensors, meta.temperature))
 
 
 def _sample_checked(

@@ -39,7 +39,7 @@ TOLERANCE = {"float64": (1e-9, None), "float32": (1e-4, 1e-5), "bfloat16": (5e-2
 
 
 DrafterName = Literal["none", "ngram", "suffix", "oracle", "junk", "arctic-mlp", "arctic-lstm", "hybrid"]
-"""The drafters a layout case can run (check's spec-lossless battery uses all of them)."""
+"""The drafters a layout case can run (the spec-lossless check uses all of them)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,14 +85,14 @@ LAYOUTS: tuple[LayoutCase, ...] = (
 L9 = LayoutCase(name="L9", tp=2, sp=4, shift_threshold=16)  # the worked 8-GPU layout: GPU suite only
 BY_NAME = {case.name: case for case in (*LAYOUTS, L9)}
 
-# The case lists ``arctic-ref check`` (layout_batteries) and ``conformance/`` run, kept in one place.
+# The case lists ``arctic-ref check`` (layouts/conformance.py) and ``conformance/`` run, kept in one place.
 LOW_PRECISION: tuple[LayoutCase, ...] = tuple(
     replace(BY_NAME[n], dtype=d) for n in ("L3", "L7") for d in ("float32", "bfloat16")
 )
 """float32 and bfloat16 on L3 and L7, against ``LOW_BASELINES`` under the tolerance table."""
 LOW_BASELINES: tuple[LayoutCase, ...] = tuple(replace(BY_NAME["L0"], dtype=d) for d in ("float32", "bfloat16"))
 CHECK_DRAFTERS: tuple[DrafterName, ...] = get_args(DrafterName)[1:]
-"""check's spec-lossless battery: every drafter on L0, L3 and L6."""
+"""The spec-lossless check: every drafter on L0, L3 and L6."""
 CHECK_PACKED: tuple[LayoutCase, ...] = tuple(replace(BY_NAME[n], kernels="packed") for n in ("L3", "L6"))
 CONFORMANCE_SPECULATIVE: tuple[LayoutCase, ...] = (
     *(replace(BY_NAME[n], drafter="suffix") for n in ("L0", "L2", "L3", "L6", "L7", "L8")),
@@ -164,7 +164,7 @@ def run_case(info: RankInfo, case: LayoutCase, config: ModelConfig | None = None
 
 
 def make_drafter(case: LayoutCase, model: ModelConfig) -> Drafter | HiddenStateDrafter:
-    """The drafters of check's spec-lossless battery (docs/runner.md §5); all deterministic per rank."""
+    """The drafters of the spec-lossless check (docs/runner.md §5); all deterministic per rank."""
     max_len = 1024
     if case.drafter == "suffix":
         return SuffixDrafter.build(max_len)

@@ -23,6 +23,7 @@ from arctic_ref.spec import (
     rejection_sample_with_noise,
     validate_inputs,
 )
+from arctic_ref.spec.rejection import values_checkable_on
 from arctic_ref.spec.sampling import apply_top_k
 from arctic_ref.testing.sampler.corpus import random_case, random_noise
 from arctic_ref.testing.sampler.exact import layout_problem
@@ -196,3 +197,20 @@ def test_intended_profile_computes_in_float32(dtype: torch.dtype) -> None:
     ours = compute_target_probs(logits, cu, meta, profile=INTENDED)
     assert torch.equal(ours, compute_target_probs(logits.float(), cu, meta, profile=INTENDED))
     assert not torch.equal(compute_target_probs(logits, cu, meta, profile=VLLM_0_9_2), ours)
+
+
+def test_value_rules_go_inside_the_kernels_only_where_a_value_error_can_be_undone() -> None:
+    """The fused path checks values inside its first launch only for random batches with no
+    per-request generator, and only when every tensor is already on the logits' device."""
+    cpu, meta = torch.device("cpu"), one_row([0.0, 1.0], [1])[-1]
+    tensors = (torch.tensor([1]), torch.tensor([1]), None)
+    assert values_checkable_on(cpu, tensors, meta)
+    greedy = SamplingMetadata(temperature=torch.tensor([0.0]), all_greedy=True, all_random=False)
+    assert not values_checkable_on(cpu, tensors, greedy)
+    assert not values_checkable_on(cpu, tensors, SamplingMetadata(temperature=None, all_greedy=True, all_random=False))
+    seeded = SamplingMetadata(
+        temperature=torch.tensor([1.0]), all_greedy=False, all_random=True, generators={0: torch.Generator()}
+    )
+    assert not values_checkable_on(cpu, tensors, seeded)
+    assert not values_checkable_on(cpu, (*tensors, [1]), meta)  # a list is not a tensor on the device
+    assert not values_checkable_on(torch.device("meta"), tensors, meta)

@@ -82,12 +82,12 @@ def test_vllms_ngram_overrun_is_v23_and_fails_under_strict() -> None:
     from dataclasses import replace
 
     from arctic_ref.check_options import CheckOptions
-    from arctic_ref.testing.check import run_check
+    from arctic_ref.testing.check import run_and_settle
     from arctic_ref.testing.front_door import component_checks, select
 
     for strict in (False, True):
         (check,) = select(component_checks("drafter", NGRAM, replace(CheckOptions(), strict=strict)), ["bounds"])
-        verdict = run_check(check)
+        verdict = run_and_settle(check, strict=strict)
         assert verdict.known_difference == "V-23" and verdict.passed is not strict, verdict
         assert "drafts of M - N ids, one past min(32, M - N - 1)" in verdict.detail, verdict.detail
         assert "N = 36" in verdict.detail and "prompt_lookup_min=5" in verdict.compared, verdict

@@ -3,11 +3,10 @@ to end (docs/user-guide.md, "Check your engine"). ``--arctic-ref-engine=vllm:LLM
 class; a factory of yours that takes vLLM's keyword arguments works the same way. On ours (no
 value) the checks run on ``arctic_ref.runner.llm.LLM``, the reference runner as an engine."""
 
-from collections.abc import Callable
 from pathlib import Path
 
 from arctic_ref.check_options import CheckOptions
-from arctic_ref.testing.check import Check, Verdict, settle
+from arctic_ref.testing.check import Check
 from arctic_ref.testing.engine import engine_loading
 from arctic_ref.testing.engine.cases import DRAFT_METHODS
 from arctic_ref.testing.engine.distribution import ALPHA, distribution_check
@@ -45,41 +44,38 @@ def checks(target: EngineTarget | None, options: CheckOptions) -> list[Check]:
     session = EngineSession(target=target, level=options.level)
     methods = DRAFT_METHODS
 
-    def bound(run: Callable[[], Verdict]) -> Callable[[], Verdict]:
-        return lambda: settle(run(), options.strict)
-
     return [
         Check(
             component="engine",
             id="lossless",
-            run=bound(lambda: lossless_check(session, methods)),
+            run=lambda: lossless_check(session, methods),
             meaning="greedy tokens with drafting on equal those with drafting off, for n-gram and suffix drafts, "
             "over draft lengths, batch sizes, chunked prefill, prefix caching, preemption and max_model_len",
         ),
         Check(
             component="engine",
             id="reference",
-            run=bound(lambda: reference_check(session)),
+            run=lambda: reference_check(session),
             meaning="spec-off greedy tokens equal the checkpoint's float64 greedy tokens, except at near-ties",
         ),
         Check(
             component="engine",
             id="drafts",
-            run=bound(lambda: drafts_check(session, methods)),
+            run=lambda: drafts_check(session, methods),
             meaning="the engine's draft, draft-token and accepted counters, request by request, equal what its "
             "drafter's documented semantics predict from its own output (n-gram and suffix)",
         ),
         Check(
             component="engine",
             id="distribution",
-            run=bound(lambda: distribution_check(session, methods)),
+            run=lambda: distribution_check(session, methods),
             meaning=f"at T > 0 the first tokens follow the float64 distribution (chi-square), spec on matches spec off, "
             f"and n-gram acceptance matches the exact probabilities; family-wise alpha {ALPHA:g}",
         ),
         Check(
             component="engine",
             id="seeded",
-            run=bound(lambda: seeded_check(session, methods)),
+            run=lambda: seeded_check(session, methods),
             meaning="a seeded request gives the same tokens in two builds of the engine (batch composition reported)",
         ),
     ]

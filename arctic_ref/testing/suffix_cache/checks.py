@@ -65,7 +65,7 @@ def checks(target: CacheTarget | None, options: CheckOptions) -> list[Check]:
                 run=suffix_integrity,
             ),
             _worked_examples(SuffixDecodingCache),
-            _bad_input(SuffixDecodingCache, strict=options.strict),
+            _bad_input(SuffixDecodingCache),
         ]
     reference = CacheImplementation(name="arctic_ref", make_cache=SuffixDecodingCache)
     yours = CacheImplementation(name="yours", make_cache=target.make)
@@ -89,7 +89,7 @@ def checks(target: CacheTarget | None, options: CheckOptions) -> list[Check]:
             meaning="the built-in code-edit workload: every draft field for field, float32 bit for bit",
         ),
         _worked_examples(target.make),
-        _bad_input(target.make, strict=options.strict),
+        _bad_input(target.make),
     ]
 
 
@@ -102,11 +102,11 @@ def _worked_examples(make: CacheFactory) -> Check:
     )
 
 
-def _bad_input(make: CacheFactory, *, strict: bool) -> Check:
+def _bad_input(make: CacheFactory) -> Check:
     return Check(
         component="suffix-cache",
         id="bad-input",
-        run=lambda: cache_bad_input(make, strict=strict),
+        run=lambda: cache_bad_input(make),
         meaning="rejected inputs raise and change nothing; speculate(max_spec_tokens=None) uses the depth (X1)",
     )
 

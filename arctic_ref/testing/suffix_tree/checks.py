@@ -47,7 +47,7 @@ def checks(make_tree: TreeFactory | None, options: CheckOptions) -> list[Check]:
             _differential_vs_naive(),
             _differential_vs_upstream(),
             _worked_examples(SuffixTree),
-            _bad_input(SuffixTree, strict=options.strict),
+            _bad_input(SuffixTree),
         ]
     reference = Implementation(name="arctic_ref", make_tree=SuffixTree)
     yours = Implementation(name="yours", make_tree=make_tree, rejects_bad_input=False)
@@ -70,7 +70,7 @@ def checks(make_tree: TreeFactory | None, options: CheckOptions) -> list[Check]:
             meaning="200 seeded trials of 40 operations (ties, removals, edge parameters): same drafts",
         ),
         _worked_examples(make_tree),
-        _bad_input(make_tree, strict=options.strict),
+        _bad_input(make_tree),
     ]
 
 
@@ -94,11 +94,11 @@ def _worked_examples(make_tree: TreeFactory) -> Check:
     )
 
 
-def _bad_input(make_tree: TreeFactory, *, strict: bool) -> Check:
+def _bad_input(make_tree: TreeFactory) -> Check:
     return Check(
         component="suffix-tree",
         id="bad-input",
-        run=lambda: tree_bad_input(make_tree, strict=strict),
+        run=lambda: tree_bad_input(make_tree),
         meaning="rejected inputs raise ValueError or TypeError and change nothing (X2-X5 reported)",
     )
 

@@ -32,6 +32,6 @@ def _seeded_tree(make_tree: Callable[[int], Any]) -> Any:
     return tree
 
 
-def tree_bad_input(make_tree: Callable[[int], Any], *, strict: bool) -> Verdict:
+def tree_bad_input(make_tree: Callable[[int], Any]) -> Verdict:
     rows = bad_input_rows(TREE_BAD_INPUTS, lambda: _seeded_tree(make_tree), _tree_state)
-    return bad_input_verdict(rows, len(TREE_BAD_INPUTS), strict, "the tree")
+    return bad_input_verdict(rows, len(TREE_BAD_INPUTS), "the tree")
